@@ -1,0 +1,114 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// Harness is one running agent as the bridge drives it. Adapters live in
+// bridge/<harness>. All methods are safe for concurrent use.
+//
+// A turn is identified by the id the harness gives it. StartTurn returns
+// that id; Steer must put input into exactly the turn expectedTurnID names or
+// fail with ErrStaleTurn (another turn is running) or ErrNoActiveTurn (none
+// is). Interrupt ends the running turn; the harness still emits EventTurnEnded
+// with status "interrupted".
+type Harness interface {
+	// Kind names the harness ("demo", "exec", "codex", "claude", "claude-attach").
+	Kind() string
+	// CanSteer reports whether input can reach a running turn.
+	CanSteer() bool
+	// Start launches the harness (process, session). It returns once the
+	// agent is ready for StartTurn, or with an error.
+	Start(ctx context.Context) error
+	StartTurn(ctx context.Context, in Input) (turnID string, err error)
+	Steer(ctx context.Context, expectedTurnID string, in Input) error
+	Interrupt(ctx context.Context, turnID string) error
+	// Close stops the harness and releases its process; Events is closed after.
+	Close() error
+}
+
+// Input is one message for the model.
+type Input struct {
+	// Text is the full envelope (authz.Envelope) the model must see.
+	Text string
+	// SteerID ties the input to the steer that carried it.
+	SteerID string
+	// Sender and SenderIsOwner repeat the provenance for harnesses that
+	// need it structurally (for example the Claude hook side channel).
+	Sender        string
+	SenderIsOwner bool
+}
+
+// Errors a Harness returns from Steer and StartTurn.
+var (
+	ErrStaleTurn    = errors.New("stale turn: another turn is running")
+	ErrNoActiveTurn = errors.New("no active turn to steer")
+	ErrBusy         = errors.New("agent is busy")
+	ErrNotRunning   = errors.New("agent is not running")
+)
+
+// Event is something a harness reports. Send never blocks the harness for
+// long: the bridge drains events promptly.
+type Event struct {
+	Kind   string // one of the Event* constants
+	TurnID string
+	Status string // for EventTurnEnded: completed, interrupted, failed
+	Text   string // message text, progress line, tool summary, failure reason
+}
+
+// Event kinds.
+const (
+	EventTurnStarted  = "turn-started"
+	EventTurnEnded    = "turn-ended"
+	EventMessage      = "message"  // an agent message (final text of an item)
+	EventProgress     = "progress" // a progress line
+	EventTool         = "tool"     // a tool call or its result, summarized
+	EventFailed       = "failed"   // the harness process died or cannot run
+	EventRecovered    = "recovered"
+	EventInputHandled = "input-handled" // an input (SteerID in Text) reached the model, for harnesses that deliver asynchronously
+)
+
+// ToolCall is exactly what a harness will run. Its canonical JSON is what an
+// approval is bound to (authz.PayloadHash).
+type ToolCall struct {
+	Tool string         `json:"tool"`
+	Args map[string]any `json:"args"`
+}
+
+// ApprovalAsk is what a harness asks the owner.
+type ApprovalAsk struct {
+	TurnID  string
+	Call    ToolCall
+	Summary string // human words: the command line, the files
+	Diff    string // for file changes
+}
+
+// Gate is the bridge's approval gate, handed to a harness at construction.
+type Gate interface {
+	// Ask sends the request to the owner and blocks until a decision, the
+	// owner's timeout, or ctx ends. A nil error means approved: the harness
+	// must then Redeem the grant with the call it is about to run. Any error
+	// means do not run it; its text says why (denied, expired, voided).
+	Ask(ctx context.Context, ask ApprovalAsk) (Grant, error)
+}
+
+// Grant is an owner approval held by the bridge.
+type Grant interface {
+	// Redeem checks call against the approved payload hash and consumes
+	// the grant. It fails if the call differs from what was approved or the
+	// grant was already used.
+	Redeem(call ToolCall) error
+}
+
+// Sink receives a harness's events.
+type Sink func(Event)
+
+// Deps is what the bridge gives a harness constructor.
+type Deps struct {
+	Agent  AgentConfig
+	Gate   Gate
+	Events Sink
+	Log    *slog.Logger
+}

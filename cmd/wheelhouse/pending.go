@@ -1,0 +1,25 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+// notYet answers for commands this build does not have yet, plainly.
+func notYet(name string) func(context.Context, []string, io.Writer, io.Writer) error {
+	return func(context.Context, []string, io.Writer, io.Writer) error {
+		return fmt.Errorf("%q is not available in this build of wheelhouse yet", name)
+	}
+}
+
+var (
+	runBridge    = notYet("bridge")
+	runApprovals = notYet("approvals")
+	runApprove   = notYet("approve")
+	runDeny      = notYet("deny")
+	runInspect   = notYet("inspect")
+	runHook      = notYet("hook")
+	runDoctor    = notYet("doctor")
+	runBench     = notYet("bench")
+)

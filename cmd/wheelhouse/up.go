@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/hub"
+)
+
+func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("up", "up [--data DIR] [--http ADDR]", stderr)
+	var f hubFlags
+	f.register(fs, defaultDataDir(), "127.0.0.1:8080")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg := f.config(stderr)
+	if f.nats == hub.DefaultNATSAddr {
+		cfg.NATSAddr = "127.0.0.1:0" // the local bridge is in-process: any free port will do
+	}
+	u, err := hub.Up(ctx, hub.UpConfig{Hub: cfg})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nWheelhouse is running: %s\n", u.Hub.URL())
+	if u.Password != "" {
+		fmt.Fprintf(stdout, "Log in as %q with password %s (shown once; also saved 0600 in %s)\n", u.Admin, u.Password, u.PasswordFile)
+	} else {
+		fmt.Fprintf(stdout, "Log in as %q with the password printed on the first run (saved in %s).\n", u.Admin, u.PasswordFile)
+	}
+	fmt.Fprintf(stdout, "Data: %s — stop with Ctrl-C.\n\n", cfg.DataDir)
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "shutting down…")
+	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return u.Close(cctx)
+}

@@ -1,0 +1,305 @@
+package room
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+)
+
+// appliers maps event types to their projection. Each one is deterministic:
+// it reads only the projection inside tx and the event itself.
+type applier func(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error)
+
+func (s *Service) applyEvent(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
+	f, ok := s.appliers[ev.Type]
+	if !ok {
+		s.logger.Warn("ignoring event of unknown type", "seq", seq, "type", ev.Type)
+		return nil, nil
+	}
+	return f(ctx, tx, seq, ev)
+}
+
+func (s *Service) registerCoreAppliers() {
+	s.appliers[EvUserCreated] = applyUserCreated
+	s.appliers[EvCredentialCreated] = applyCredentialCreated
+	s.appliers[EvCredentialRevoked] = applyCredentialRevoked
+	s.appliers[EvRoomCreated] = applyRoomCreated
+	s.appliers[EvMemberAdded] = applyMemberAdded
+	s.appliers[EvMemberRemoved] = applyMemberRemoved
+	s.appliers[EvMessagePosted] = s.applyMessagePosted
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func decode(ev Event, v any) error {
+	if err := json.Unmarshal(ev.Data, v); err != nil {
+		return wh.Errorf(wh.EInvalid, "undecodable %s event", ev.Type)
+	}
+	return nil
+}
+
+func userIDTx(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE name = ?`, name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, wh.Errorf(wh.ENotFound, "no user named @%s", name)
+	}
+	return id, err
+}
+
+func roomIDTx(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, `SELECT id FROM rooms WHERE name = ?`, name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, wh.Errorf(wh.ENotFound, "no room named %q", name)
+	}
+	return id, err
+}
+
+func roomMembersTx(ctx context.Context, tx *sql.Tx, roomID int64) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT user_id FROM members WHERE room_id = ?`, roomID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// feedTx stores a feed row and returns the item for live delivery.
+func feedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID, userID int64, recipients []int64, body any) ([]FeedItem, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO feed (seq, room_id, user_id, body) VALUES (?, ?, ?, ?)`, seq, roomID, userID, b); err != nil {
+		return nil, err
+	}
+	return []FeedItem{{Seq: seq, RoomID: roomID, Recipients: recipients, Body: b}}, nil
+}
+
+func applyUserCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
+	var d userCreated
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE name = ?`, d.Name).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		return nil, wh.Errorf(wh.EConflict, "a user named @%s already exists", d.Name)
+	}
+	if d.Setup {
+		// Setup creates the first admin exactly once, on every node alike.
+		var users int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&users); err != nil {
+			return nil, err
+		}
+		if users > 0 {
+			return nil, wh.Errorf(wh.EConflict, "setup is already done: log in instead")
+		}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO users (id, name, display, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		seq, d.Name, d.Display, d.PasswordHash, d.Admin, ts(ev.At))
+	return nil, err
+}
+
+func applyCredentialCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
+	var d credentialCreated
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	uid, err := userIDTx(ctx, tx, d.User)
+	if err != nil {
+		return nil, err
+	}
+	var exp any
+	if d.ExpiresAt != nil {
+		exp = ts(*d.ExpiresAt)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO credentials (token_hash, user_id, kind, label, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		d.TokenHash, uid, d.Kind, d.Label, ts(ev.At), exp)
+	return nil, err
+}
+
+func applyCredentialRevoked(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
+	var d credentialRevoked
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE credentials SET revoked = 1 WHERE token_hash = ?`, d.TokenHash)
+	return nil, err
+}
+
+func applyRoomCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
+	var d roomCreated
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	if _, err := roomIDTx(ctx, tx, d.Name); err == nil {
+		if d.Kind == KindDM {
+			return nil, wh.Errorf(wh.EConflict, "this conversation already exists")
+		}
+		return nil, wh.Errorf(wh.EConflict, "a room named %q already exists; pick another name or join it", d.Name)
+	}
+	creator, err := userIDTx(ctx, tx, d.Creator)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO rooms (id, name, kind, private, topic, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		seq, d.Name, d.Kind, d.Private, d.Topic, creator, ts(ev.At)); err != nil {
+		return nil, err
+	}
+	members := d.Members
+	if len(members) == 0 {
+		members = []string{d.Creator}
+	}
+	var ids []int64
+	for _, m := range members {
+		uid, err := userIDTx(ctx, tx, m)
+		if err != nil {
+			return nil, err
+		}
+		role := RoleMember
+		if m == d.Creator && d.Kind == KindRoom {
+			role = RoleAdmin
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?)`, seq, uid, role, seq); err != nil {
+			return nil, err
+		}
+		ids = append(ids, uid)
+	}
+	return feedTx(ctx, tx, seq, int64(seq), 0, ids, map[string]any{
+		"id": seq, "type": EvRoomCreated, "room": d.Name, "at": ev.At,
+		"data": map[string]any{"name": d.Name, "kind": d.Kind, "private": d.Private, "topic": d.Topic, "members": members},
+	})
+}
+
+func applyMemberAdded(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
+	var d memberChange
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	rid, err := roomIDTx(ctx, tx, d.Room)
+	if err != nil {
+		return nil, err
+	}
+	uid, err := userIDTx(ctx, tx, d.User)
+	if err != nil {
+		return nil, err
+	}
+	role := d.Role
+	if role == "" {
+		role = RoleMember
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, rid, uid, role, seq)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, wh.Errorf(wh.EConflict, "@%s is already a member of %s", d.User, d.Room)
+	}
+	ids, err := roomMembersTx(ctx, tx, rid)
+	if err != nil {
+		return nil, err
+	}
+	return feedTx(ctx, tx, seq, rid, uid, ids, map[string]any{
+		"id": seq, "type": EvMemberAdded, "room": d.Room, "at": ev.At,
+		"data": map[string]any{"user": d.User, "role": role, "by": d.By},
+	})
+}
+
+func applyMemberRemoved(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
+	var d memberChange
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	rid, err := roomIDTx(ctx, tx, d.Room)
+	if err != nil {
+		return nil, err
+	}
+	uid, err := userIDTx(ctx, tx, d.User)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := roomMembersTx(ctx, tx, rid) // before removal: the leaver hears it too
+	if err != nil {
+		return nil, err
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM members WHERE room_id = ? AND user_id = ?`, rid, uid)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, wh.Errorf(wh.ENotFound, "@%s is not a member of %s", d.User, d.Room)
+	}
+	return feedTx(ctx, tx, seq, rid, uid, ids, map[string]any{
+		"id": seq, "type": EvMemberRemoved, "room": d.Room, "at": ev.At,
+		"data": map[string]any{"user": d.User, "by": d.By},
+	})
+}
+
+func (s *Service) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
+	var d messagePosted
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	rid, err := roomIDTx(ctx, tx, d.Room)
+	if err != nil {
+		return nil, err
+	}
+	if d.AuthorKind == AuthorUser {
+		uid, err := userIDTx(ctx, tx, d.Author)
+		if err != nil {
+			return nil, err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM members WHERE room_id = ? AND user_id = ?`, rid, uid).Scan(&n); err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, wh.Errorf(wh.EForbidden, "you are not a member of %s", d.Room)
+		}
+	}
+	mentions, _ := json.Marshal(nonNil(d.Mentions))
+	parts, _ := json.Marshal(nonNilParts(d.Parts))
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (id, room_id, author_kind, author, text, mentions, parts, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		seq, rid, d.AuthorKind, d.Author, d.Text, mentions, parts, d.TurnID, ts(ev.At)); err != nil {
+		return nil, err
+	}
+	ids, err := roomMembersTx(ctx, tx, rid)
+	if err != nil {
+		return nil, err
+	}
+	msg := Message{ID: int64(seq), Room: d.Room, AuthorKind: d.AuthorKind, Author: d.Author, Text: d.Text,
+		Mentions: nonNil(d.Mentions), Parts: nonNilParts(d.Parts), TurnID: d.TurnID, CreatedAt: ev.At}
+	return feedTx(ctx, tx, seq, rid, 0, ids, map[string]any{
+		"id": seq, "type": "message", "room": d.Room, "at": ev.At, "data": msg,
+	})
+}
+
+func nonNil(m []Mention) []Mention {
+	if m == nil {
+		return []Mention{}
+	}
+	return m
+}
+
+func nonNilParts(p []Part) []Part {
+	if p == nil {
+		return []Part{}
+	}
+	return p
+}

@@ -1,0 +1,139 @@
+package room
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/migrations"
+)
+
+// DB is the hub's SQLite read model: one writer connection (the projector)
+// and a pool of readers, WAL mode, foreign keys on.
+type DB struct {
+	Path string
+	w    *sql.DB // single writer
+	r    *sql.DB // read pool
+}
+
+// OpenDB opens (creating if needed) the database at path and applies the
+// embedded migrations. It refuses a database written by a newer binary.
+func OpenDB(ctx context.Context, path string) (*DB, error) {
+	dsn := "file:" + filepath.ToSlash(path) +
+		"?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	w, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, wh.Wrap(err, "open database %s", path)
+	}
+	w.SetMaxOpenConns(1)
+	r, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		w.Close()
+		return nil, wh.Wrap(err, "open database %s", path)
+	}
+	r.SetMaxOpenConns(8)
+	db := &DB{Path: path, w: w, r: r}
+	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	err1 := db.r.Close()
+	err2 := db.w.Close()
+	if err1 != nil {
+		return err1
+	}
+	return err2
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, n := range names {
+		num, _, ok := strings.Cut(n, "_")
+		if !ok {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", n)
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: %w", n, err)
+		}
+		b, err := migrations.FS.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: n, sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+func (db *DB) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return wh.Wrap(err, "load migrations")
+	}
+	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)`); err != nil {
+		return wh.Wrap(err, "create schema_migrations")
+	}
+	var current int
+	if err := db.w.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return wh.Wrap(err, "read schema version")
+	}
+	latest := 0
+	if len(ms) > 0 {
+		latest = ms[len(ms)-1].version
+	}
+	if current > latest {
+		return wh.Errorf(wh.EInvalid, "database %s has schema version %d but this wheelhouse binary knows only up to %d: run a newer wheelhouse (or restore an older data directory)", db.Path, current, latest)
+	}
+	for _, m := range ms {
+		if m.version <= current {
+			continue
+		}
+		tx, err := db.w.BeginTx(ctx, nil)
+		if err != nil {
+			return wh.Wrap(err, "begin migration %s", m.name)
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			tx.Rollback()
+			return wh.Wrap(err, "apply migration %s", m.name)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES (?, ?)`, m.version, m.name); err != nil {
+			tx.Rollback()
+			return wh.Wrap(err, "record migration %s", m.name)
+		}
+		if err := tx.Commit(); err != nil {
+			return wh.Wrap(err, "commit migration %s", m.name)
+		}
+	}
+	return nil
+}
+
+// AppliedSeq is the last stream sequence projected into this database.
+func (db *DB) AppliedSeq(ctx context.Context) (uint64, error) {
+	var s uint64
+	err := db.r.QueryRowContext(ctx, `SELECT applied_seq FROM projection WHERE id = 1`).Scan(&s)
+	return s, err
+}

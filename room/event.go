@@ -1,0 +1,90 @@
+package room
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Event is one state change, as appended to the stream. Apply is a pure
+// function of the event and the current projection, so every hub node that
+// applies the stream in order reaches the same state.
+type Event struct {
+	ID   string          `json:"id"` // idempotency key, sent as Nats-Msg-Id
+	Type string          `json:"type"`
+	At   time.Time       `json:"at"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Event types.
+const (
+	EvUserCreated       = "user.created"
+	EvCredentialCreated = "credential.created"
+	EvCredentialRevoked = "credential.revoked"
+	EvRoomCreated       = "room.created"
+	EvMemberAdded       = "member.added"
+	EvMemberRemoved     = "member.removed"
+	EvMessagePosted     = "message.posted"
+)
+
+func newEventID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// NewEvent builds an event with a fresh idempotency key.
+func NewEvent(typ string, at time.Time, data any) (Event, error) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{ID: newEventID(), Type: typ, At: at.UTC(), Data: b}, nil
+}
+
+type userCreated struct {
+	Name         string `json:"name"`
+	Display      string `json:"display,omitempty"`
+	PasswordHash string `json:"passwordHash"`
+	Admin        bool   `json:"admin,omitempty"`
+	Setup        bool   `json:"setup,omitempty"` // the first admin, refused once any user exists
+}
+
+type credentialCreated struct {
+	TokenHash string     `json:"tokenHash"`
+	User      string     `json:"user"`
+	Kind      string     `json:"kind"`
+	Label     string     `json:"label,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+type credentialRevoked struct {
+	TokenHash string `json:"tokenHash"`
+}
+
+type roomCreated struct {
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"`
+	Private bool     `json:"private,omitempty"`
+	Topic   string   `json:"topic,omitempty"`
+	Creator string   `json:"creator"`
+	Members []string `json:"members,omitempty"` // DMs: both people
+}
+
+type memberChange struct {
+	Room string `json:"room"`
+	User string `json:"user"`
+	Role string `json:"role,omitempty"`
+	By   string `json:"by"`
+}
+
+type messagePosted struct {
+	Room       string    `json:"room"`
+	AuthorKind string    `json:"authorKind"`
+	Author     string    `json:"author"`
+	Text       string    `json:"text"`
+	Mentions   []Mention `json:"mentions,omitempty"`
+	Parts      []Part    `json:"parts,omitempty"`
+	TurnID     string    `json:"turnId,omitempty"`
+}

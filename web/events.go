@@ -1,0 +1,202 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/room"
+)
+
+// WebSocket limits.
+const (
+	wsPingEvery    = 20 * time.Second
+	wsPingTimeout  = 10 * time.Second
+	wsWriteTimeout = 10 * time.Second
+	wsReadLimit    = 4 << 10
+	wsBacklogPage  = 500
+)
+
+// broker fans projected feed items out to connections by user. Items are
+// serialized once (at apply time); each recipient's connection gets the same
+// bytes in its bounded queue.
+type broker struct {
+	metrics *metrics
+	mu      sync.RWMutex
+	byUser  map[int64]map[*wsConn]struct{}
+}
+
+func newBroker(m *metrics) *broker {
+	return &broker{metrics: m, byUser: map[int64]map[*wsConn]struct{}{}}
+}
+
+func (b *broker) add(c *wsConn) {
+	b.mu.Lock()
+	set := b.byUser[c.userID]
+	if set == nil {
+		set = map[*wsConn]struct{}{}
+		b.byUser[c.userID] = set
+	}
+	set[c] = struct{}{}
+	b.mu.Unlock()
+}
+
+func (b *broker) remove(c *wsConn) {
+	b.mu.Lock()
+	if set := b.byUser[c.userID]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(b.byUser, c.userID)
+		}
+	}
+	b.mu.Unlock()
+}
+
+func (b *broker) publish(items []room.FeedItem) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for i := range items {
+		it := &items[i]
+		for _, uid := range it.Recipients {
+			for c := range b.byUser[uid] {
+				c.enqueue(it)
+			}
+		}
+	}
+}
+
+// wsConn is one live client: a reader loop (control frames only) and one
+// writer goroutine draining a bounded queue.
+type wsConn struct {
+	userID int64
+	ws     *websocket.Conn
+	q      chan *room.FeedItem
+	cancel context.CancelCauseFunc
+	once   sync.Once
+}
+
+var errSlow = errors.New("slow consumer")
+
+func (c *wsConn) enqueue(it *room.FeedItem) {
+	select {
+	case c.q <- it:
+	default:
+		c.once.Do(func() { c.cancel(errSlow) })
+	}
+}
+
+func (c *wsConn) goingAway() {
+	c.ws.Close(websocket.StatusGoingAway, "hub shutting down")
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	since, err := queryInt(r, "since")
+	if err != nil {
+		return err
+	}
+	if r.Header.Get("Upgrade") == "" {
+		return wh.Errorf(wh.EInvalid, "this endpoint speaks WebSocket: connect with a WebSocket client")
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns})
+	if err != nil {
+		return nil // Accept wrote the response (403 for a foreign origin)
+	}
+	ws.SetReadLimit(wsReadLimit)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	c := &wsConn{userID: u.ID, ws: ws, q: make(chan *room.FeedItem, s.cfg.QueueSize), cancel: cancel}
+
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	s.broker.add(c)
+	s.metrics.wsClients.Inc()
+	defer func() {
+		s.broker.remove(c)
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.metrics.wsClients.Dec()
+		cancel(nil)
+	}()
+
+	go func() { // reader: answers pings, notices close
+		for {
+			if _, _, err := ws.Read(ctx); err != nil {
+				cancel(err)
+				return
+			}
+		}
+	}()
+
+	err = s.writeLoop(ctx, c, uint64(since))
+	if errors.Is(context.Cause(ctx), errSlow) {
+		s.metrics.wsSlow.Inc()
+		s.log.Warn("disconnected a slow WebSocket client", "user", u.Name)
+		ws.Close(websocket.StatusPolicyViolation, "too slow: reconnect with since=<last id>")
+		return nil
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Debug("websocket ended", "user", u.Name, "err", err)
+	}
+	ws.Close(websocket.StatusNormalClosure, "")
+	return nil
+}
+
+func (s *Server) writeLoop(ctx context.Context, c *wsConn, since uint64) error {
+	write := func(b []byte) error {
+		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
+		defer cancel()
+		return c.ws.Write(wctx, websocket.MessageText, b)
+	}
+	// Backlog first (the connection is already registered, so nothing
+	// applied from now on is missed), then live items, skipping any seq
+	// already sent.
+	last := since
+	for {
+		items, err := s.rooms.FeedSince(ctx, c.userID, last, wsBacklogPage)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if err := write(it.Body); err != nil {
+				return err
+			}
+			last = it.Seq
+		}
+		if len(items) < wsBacklogPage {
+			break
+		}
+	}
+	if err := write([]byte(`{"type":"ready","id":` + strconv.FormatUint(last, 10) + `}`)); err != nil {
+		return err
+	}
+	ping := time.NewTicker(wsPingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case it := <-c.q:
+			if it.Seq <= last {
+				continue
+			}
+			if err := write(it.Body); err != nil {
+				return err
+			}
+			last = it.Seq
+		case <-ping.C:
+			pctx, cancel := context.WithTimeout(ctx, wsPingTimeout)
+			err := c.ws.Ping(pctx)
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/room"
+)
+
+func (s *Server) getRooms(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	var rooms []room.Room
+	var err error
+	if r.URL.Query().Get("public") != "" {
+		rooms, err = s.rooms.PublicRooms(r.Context(), u)
+	} else {
+		rooms, err = s.rooms.MyRooms(r.Context(), u)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"rooms": rooms})
+	return nil
+}
+
+func (s *Server) postRoom(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	var in struct {
+		Name    string `json:"name"`
+		Private bool   `json:"private"`
+		Topic   string `json:"topic"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	rm, err := s.rooms.CreateRoom(r.Context(), u, in.Name, in.Private, in.Topic)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"room": rm})
+	return nil
+}
+
+func (s *Server) getRoom(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	rm, err := s.rooms.RoomFor(r.Context(), u, r.PathValue("room"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"room": rm})
+	return nil
+}
+
+func (s *Server) getMembers(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	ms, err := s.rooms.Members(r.Context(), u, r.PathValue("room"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"members": ms})
+	return nil
+}
+
+// postMember joins a public room (no user, or yourself) or adds someone.
+func (s *Server) postMember(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	var in struct {
+		User string `json:"user"`
+	}
+	if r.ContentLength != 0 {
+		if err := decode(w, r, &in); err != nil {
+			return err
+		}
+	}
+	name := r.PathValue("room")
+	if in.User == "" || in.User == u.Name || in.User == "@"+u.Name {
+		rm, err := s.rooms.Join(r.Context(), u, name)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"room": rm})
+		return nil
+	}
+	if err := s.rooms.AddMember(r.Context(), u, name, in.User); err != nil {
+		return err
+	}
+	ms, err := s.rooms.Members(r.Context(), u, name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"members": ms})
+	return nil
+}
+
+func (s *Server) deleteMember(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	roomName, user := r.PathValue("room"), r.PathValue("user")
+	if err := s.rooms.RemoveMember(r.Context(), u, roomName, user); err != nil {
+		return err
+	}
+	if s.agents != nil {
+		s.agents.MemberLeft(r.Context(), roomName, user)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) postDM(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	var in struct {
+		With string `json:"with"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	if in.With == "" {
+		return wh.Errorf(wh.EInvalid, `name who the DM is with: {"with":"alice"} or {"with":"owner/agent"}`)
+	}
+	var rm *room.Room
+	var err error
+	if s.agents != nil && isAgentHandle(in.With) {
+		rm, err = s.agents.OpenAgentDM(r.Context(), u, in.With)
+	} else {
+		rm, err = s.rooms.OpenDM(r.Context(), u, in.With)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"room": rm})
+	return nil
+}
+
+func queryInt(r *http.Request, key string) (int64, error) {
+	v := r.URL.Query().Get(key)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, wh.Errorf(wh.EInvalid, "%s must be a non-negative integer, not %q", key, v)
+	}
+	return n, nil
+}
+
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	after, err := queryInt(r, "after")
+	if err != nil {
+		return err
+	}
+	before, err := queryInt(r, "before")
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit")
+	if err != nil {
+		return err
+	}
+	if limit > room.MaxPage {
+		return wh.Errorf(wh.EInvalid, "limit must be at most %d", room.MaxPage)
+	}
+	ms, err := s.rooms.History(r.Context(), u, r.PathValue("room"), after, before, int(limit))
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"messages": ms}
+	if s.agents != nil {
+		out["receipts"] = s.agents.ReceiptsFor(r.Context(), u, ms)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	var in struct {
+		Text string `json:"text"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	m, err := s.rooms.Post(r.Context(), u, r.PathValue("room"), in.Text)
+	if err != nil {
+		return err
+	}
+	s.metrics.posts.Inc()
+	out := map[string]any{"message": m}
+	if s.agents != nil && hasAgentMention(m) {
+		out["receipts"] = s.agents.Deliver(r.Context(), u, m)
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+func hasAgentMention(m *room.Message) bool {
+	for _, mn := range m.Mentions {
+		if mn.Kind == "agent" {
+			return true
+		}
+	}
+	return false
+}
+
+func isAgentHandle(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,322 @@
+package web
+
+import (
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/room"
+)
+
+// SessionCookie is the browser session cookie's name.
+const SessionCookie = "wh_session"
+
+// Config configures the web server.
+type Config struct {
+	Rooms *room.Service
+	// Agents is the steering surface (agents, consent, approvals); nil
+	// until the hub wires it.
+	Agents AgentAPI
+	Logger *slog.Logger
+	// SetupToken returns the one-time setup token ("" once used).
+	SetupToken func() string
+	// SetupDone is called after setup succeeded.
+	SetupDone func()
+	// Ready reports readiness (NATS connected, projection caught up).
+	Ready func() error
+	// OriginPatterns are extra allowed WebSocket origins (host patterns);
+	// the request's own host is always allowed.
+	OriginPatterns []string
+	// QueueSize bounds each WebSocket client's outgoing queue.
+	QueueSize int
+	// SecureCookies marks cookies Secure (behind TLS).
+	SecureCookies bool
+	Registry      *prometheus.Registry
+}
+
+// Server is the HTTP surface of a hub node.
+type Server struct {
+	cfg     Config
+	rooms   *room.Service
+	agents  AgentAPI
+	log     *slog.Logger
+	broker  *broker
+	handler http.Handler
+	metrics *metrics
+
+	mu    sync.Mutex
+	conns map[*wsConn]struct{}
+}
+
+// New builds the server; call Publish from the room log's feed.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 512
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{cfg: cfg, rooms: cfg.Rooms, agents: cfg.Agents, log: cfg.Logger, conns: map[*wsConn]struct{}{}}
+	s.metrics = newMetrics(cfg.Registry)
+	s.broker = newBroker(s.metrics)
+	s.handler = s.routes()
+	return s
+}
+
+// Handler is the root handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Publish hands projected feed items to live clients.
+func (s *Server) Publish(items []room.FeedItem) { s.broker.publish(items) }
+
+// Close closes every WebSocket with 1001 (going away).
+func (s *Server) Close() {
+	s.mu.Lock()
+	conns := make([]*wsConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.goingAway()
+	}
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+type authedFunc func(w http.ResponseWriter, r *http.Request, u *room.User) error
+
+func (s *Server) wrap(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			writeError(w, r, s.log, err)
+		}
+	})
+}
+
+func (s *Server) authed(h authedFunc) http.Handler {
+	return s.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		u, err := s.user(r)
+		if err != nil {
+			return err
+		}
+		return h(w, r, u)
+	})
+}
+
+func secretFrom(r *http.Request) string {
+	if a := r.Header.Get("Authorization"); a != "" {
+		if tok, ok := strings.CutPrefix(a, "Bearer "); ok {
+			return strings.TrimSpace(tok)
+		}
+		return ""
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+func (s *Server) user(r *http.Request) (*room.User, error) {
+	return s.rooms.Authenticate(r.Context(), secretFrom(r))
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	api := func(pattern string, h http.Handler) { mux.Handle(pattern, h) }
+
+	api("GET /api/v1/setup", s.wrap(s.getSetup))
+	api("POST /api/v1/setup", s.wrap(s.postSetup))
+	api("POST /api/v1/sessions", s.wrap(s.postSession))
+	api("DELETE /api/v1/sessions", s.wrap(s.deleteSession))
+	api("GET /api/v1/me", s.authed(s.getMe))
+	api("GET /api/v1/users", s.authed(s.getUsers))
+	api("POST /api/v1/users", s.authed(s.postUser))
+	api("POST /api/v1/tokens", s.authed(s.postToken))
+
+	api("GET /api/v1/rooms", s.authed(s.getRooms))
+	api("POST /api/v1/rooms", s.authed(s.postRoom))
+	api("GET /api/v1/rooms/{room}", s.authed(s.getRoom))
+	api("GET /api/v1/rooms/{room}/members", s.authed(s.getMembers))
+	api("POST /api/v1/rooms/{room}/members", s.authed(s.postMember))
+	api("DELETE /api/v1/rooms/{room}/members/{user}", s.authed(s.deleteMember))
+	api("GET /api/v1/rooms/{room}/messages", s.authed(s.getMessages))
+	api("POST /api/v1/rooms/{room}/messages", s.authed(s.postMessage))
+	api("POST /api/v1/dms", s.authed(s.postDM))
+	api("GET /api/v1/events", s.authed(s.events))
+	s.agentRoutes(mux)
+
+	mux.Handle("/api/", s.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		return wh.Errorf(wh.ENotFound, "no API endpoint %s %s; see docs/api.md", r.Method, r.URL.Path)
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Ready != nil {
+			if err := s.cfg.Ready(); err != nil {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/", staticHandler())
+
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, wh.Errorf(wh.EForbidden, "cross-origin request refused: use the Wheelhouse page itself, or an API token"))
+	}))
+	return s.metrics.instrument(securityHeaders(cop.Handler(mux)))
+}
+
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) setCookie(w http.ResponseWriter, secret string, maxAge time.Duration) {
+	http.SetCookie(w, &http.Cookie{
+		Name: SessionCookie, Value: secret, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: s.cfg.SecureCookies, MaxAge: int(maxAge.Seconds()),
+	})
+}
+
+func (s *Server) getSetup(w http.ResponseWriter, r *http.Request) error {
+	has, err := s.rooms.HasUsers(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"needed": !has})
+	return nil
+}
+
+func (s *Server) postSetup(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Token    string `json:"token"`
+		Name     string `json:"name"`
+		Password string `json:"password"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	has, err := s.rooms.HasUsers(r.Context())
+	if err != nil {
+		return err
+	}
+	want := ""
+	if s.cfg.SetupToken != nil {
+		want = s.cfg.SetupToken()
+	}
+	if has || want == "" {
+		return wh.Errorf(wh.EConflict, "setup is already done: log in instead")
+	}
+	if subtle.ConstantTimeCompare([]byte(in.Token), []byte(want)) != 1 {
+		return wh.Errorf(wh.EForbidden, "wrong setup token: use the one the hub printed when it started")
+	}
+	u, err := s.rooms.Setup(r.Context(), in.Name, in.Password)
+	if err != nil {
+		return err
+	}
+	if s.cfg.SetupDone != nil {
+		s.cfg.SetupDone()
+	}
+	secret, _, err := s.rooms.Login(r.Context(), in.Name, in.Password)
+	if err != nil {
+		return err
+	}
+	s.setCookie(w, secret, room.SessionTTL)
+	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
+	return nil
+}
+
+func (s *Server) postSession(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Name     string `json:"name"`
+		Password string `json:"password"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	secret, u, err := s.rooms.Login(r.Context(), in.Name, in.Password)
+	if err != nil {
+		return err
+	}
+	s.setCookie(w, secret, room.SessionTTL)
+	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
+	return nil
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	if secret := secretFrom(r); secret != "" {
+		if err := s.rooms.Revoke(r.Context(), secret); err != nil {
+			return err
+		}
+	}
+	s.setCookie(w, "", -time.Second)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	writeJSON(w, http.StatusOK, map[string]any{"user": u})
+	return nil
+}
+
+func (s *Server) getUsers(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	us, err := s.rooms.Users(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"users": us})
+	return nil
+}
+
+func (s *Server) postUser(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	var in struct {
+		Name     string `json:"name"`
+		Display  string `json:"display"`
+		Password string `json:"password"`
+		Admin    bool   `json:"admin"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	nu, err := s.rooms.CreateUser(r.Context(), u, in.Name, in.Display, in.Password, in.Admin)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"user": nu})
+	return nil
+}
+
+func (s *Server) postToken(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	var in struct {
+		Label string `json:"label"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	tok, err := s.rooms.CreateToken(r.Context(), u, in.Label)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "label": in.Label})
+	return nil
+}

@@ -1,0 +1,261 @@
+package wire
+
+import (
+	"fmt"
+	"time"
+)
+
+// Version is the protocol version carried in every announce. A hub refuses a
+// bridge with another major version, with a message saying which to upgrade.
+const Version = 1
+
+// Subjects. The hub publishes to ToBridge subjects; a bridge publishes only to
+// its FromBridge subjects. The embedded NATS server enforces both (see hub).
+//
+//	wh.bridge.<bridgeID>.<kind>   hub → bridge (steer, control, decision)
+//	wh.hub.<bridgeID>.<kind>      bridge → hub (announce, heartbeat, receipt, turn, output, approval)
+//	_INBOX.<bridgeID>.>           replies to a bridge's own requests
+const (
+	KindSteer     = "steer"     // Steer, request/reply: answer is Receipt
+	KindControl   = "control"   // Control (interrupt, policy), request/reply: answer is Ack
+	KindDecision  = "decision"  // Decision on an approval, request/reply: answer is Ack
+	KindAnnounce  = "announce"  // Announce, request/reply: answer is Ack
+	KindHeartbeat = "heartbeat" // Heartbeat, publish
+	KindReceipt   = "receipt"   // Receipt (asynchronous: queued → delivered/expired), publish
+	KindTurn      = "turn"      // TurnEvent, publish
+	KindApproval  = "approval"  // ApprovalRequest, request/reply: answer is Ack (with approval id)
+)
+
+// ToBridge is the subject the hub uses to send kind to bridge id.
+func ToBridge(bridgeID, kind string) string { return fmt.Sprintf("wh.bridge.%s.%s", bridgeID, kind) }
+
+// FromBridge is the subject bridge id publishes kind on.
+func FromBridge(bridgeID, kind string) string { return fmt.Sprintf("wh.hub.%s.%s", bridgeID, kind) }
+
+// InboxPrefix is the reply-inbox prefix a bridge must use (nats.CustomInboxPrefix).
+func InboxPrefix(bridgeID string) string { return "_INBOX." + bridgeID }
+
+// HubWildcard is what the hub subscribes to for all bridges' traffic.
+const HubWildcard = "wh.hub.*.*"
+
+// Receipt statuses. Every steer ends in exactly one final status.
+const (
+	StatusStarted   = "started"   // final: a new turn was started with the message
+	StatusSteered   = "steered"   // final: the message was put into the running turn
+	StatusQueued    = "queued"    // not final: waits for the turn to end
+	StatusDelivered = "delivered" // final: a queued message was delivered
+	StatusExpired   = "expired"   // final: a queued message passed its age
+	StatusRejected  = "rejected"  // final, with Reason
+)
+
+// Reasons for StatusRejected (and Expired).
+const (
+	ReasonNotAMember       = "not-a-member"
+	ReasonNotAllowed       = "not-allowed"
+	ReasonAgentNotInRoom   = "agent-not-in-room"
+	ReasonAgentOffline     = "agent-offline"
+	ReasonAgentFailed      = "agent-failed"
+	ReasonStaleTurn        = "stale-turn"
+	ReasonTurnEnded        = "turn-ended"
+	ReasonRateLimited      = "rate-limited"
+	ReasonSteeringDisabled = "steering-disabled"
+	ReasonSteerLimit       = "steer-limit"
+	ReasonExpired          = "expired"
+	ReasonUnknownAgent     = "unknown-agent"
+	ReasonTimeout          = "timeout"
+	ReasonPeerAgent        = "peer-agent"
+)
+
+// IsFinal reports whether status ends a steer.
+func IsFinal(status string) bool { return status != StatusQueued && status != "" }
+
+// Part is a span of a message's text that the sender quoted or pasted; the
+// envelope fences it as data.
+type Part struct {
+	Kind  string `json:"kind"` // "code", "quote", "forwarded"
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+}
+
+// Policy is the owner's setting for one agent.
+type Policy struct {
+	// Address: "owner" (default), "users" (owner + Allowed), "members" (any member of a room the agent is in).
+	Address      string   `json:"address"`
+	Allowed      []string `json:"allowed,omitempty"`     // user names for Address=="users"
+	Steering     bool     `json:"steering"`              // busy mentions steer (true) or queue (false)
+	MaxSteers    int      `json:"maxSteers"`             // per turn; 0 = unlimited
+	Grace        Duration `json:"grace"`                 // after a turn ends, a steer for it starts a new turn within this window
+	StartOnEnded bool     `json:"startOnEnded"`          // a steer for a turn that ended starts a new turn
+	MaxAge       Duration `json:"maxAge"`                // queued steers expire after this
+	ApprovalTTL  Duration `json:"approvalTimeout"`       // undecided approvals are denied after this
+	AutoApprove  []string `json:"autoApprove,omitempty"` // tools auto-approved in untainted turns
+}
+
+// Address policies.
+const (
+	AddressOwner   = "owner"
+	AddressUsers   = "users"
+	AddressMembers = "members"
+)
+
+// DefaultPolicy is what an agent gets when its config says nothing.
+func DefaultPolicy() Policy {
+	return Policy{
+		Address:      AddressOwner,
+		Steering:     true,
+		MaxSteers:    5,
+		Grace:        Duration(5 * time.Second),
+		StartOnEnded: true,
+		MaxAge:       Duration(10 * time.Minute),
+		ApprovalTTL:  Duration(5 * time.Minute),
+	}
+}
+
+// Steer is one mention of one agent, as the hub sends it to the bridge.
+type Steer struct {
+	ID            string    `json:"id"`        // unique per (message, agent)
+	Agent         string    `json:"agent"`     // agent name on this bridge (not owner/name)
+	Owner         string    `json:"owner"`     // owner user name
+	Room          string    `json:"room"`      // room name (or "dm:<a>,<b>")
+	RoomKind      string    `json:"roomKind"`  // "room" or "dm"
+	MessageID     int64     `json:"messageId"` // stream sequence of the message
+	Sender        string    `json:"sender"`    // user name, or owner/agent for an agent
+	SenderIsOwner bool      `json:"senderIsOwner"`
+	SenderIsAgent bool      `json:"senderIsAgent"`
+	SentAt        time.Time `json:"sentAt"`
+	Text          string    `json:"text"`
+	Parts         []Part    `json:"parts,omitempty"`
+	Stop          bool      `json:"stop,omitempty"` // owner's "stop": interrupt the running turn
+	// ExpectedTurn is the turn the hub last saw running ("" if idle). The
+	// bridge steers only into the turn it believes active; if this is set and
+	// differs from that turn, the steer is rejected as stale.
+	ExpectedTurn string `json:"expectedTurn,omitempty"`
+}
+
+// Receipt reports what became of a steer.
+type Receipt struct {
+	SteerID string    `json:"steerId"`
+	Agent   string    `json:"agent"`
+	Status  string    `json:"status"`
+	Reason  string    `json:"reason,omitempty"`
+	Detail  string    `json:"detail,omitempty"` // human words for the reason
+	TurnID  string    `json:"turnId,omitempty"`
+	Expires time.Time `json:"expires,omitzero"` // for queued
+	At      time.Time `json:"at"`
+}
+
+// AgentInfo is how a bridge describes one agent.
+type AgentInfo struct {
+	Name     string `json:"name"`
+	Harness  string `json:"harness"`
+	CanSteer bool   `json:"canSteer"`
+	Status   string `json:"status"` // idle, working, needs-approval, failed
+	TurnID   string `json:"turnId,omitempty"`
+	Policy   Policy `json:"policy"`
+}
+
+// Agent statuses.
+const (
+	AgentOffline       = "offline"
+	AgentIdle          = "idle"
+	AgentWorking       = "working"
+	AgentNeedsApproval = "needs-approval"
+	AgentFailed        = "failed"
+)
+
+// Announce is sent on connect and whenever the set of agents changes.
+type Announce struct {
+	Version int         `json:"version"`
+	Agents  []AgentInfo `json:"agents"`
+}
+
+// Heartbeat is published every HeartbeatInterval with current agent states.
+type Heartbeat struct {
+	Agents []AgentInfo `json:"agents"`
+	At     time.Time   `json:"at"`
+}
+
+// HeartbeatInterval and OfflineAfter bound how fast a vanished bridge's
+// agents turn offline.
+const (
+	HeartbeatInterval = time.Second
+	OfflineAfter      = 3 * time.Second
+)
+
+// TurnEvent reports turn lifecycle and output.
+type TurnEvent struct {
+	Agent  string    `json:"agent"`
+	TurnID string    `json:"turnId"`
+	Kind   string    `json:"kind"` // started, ended, message, progress, tool, interrupted, failed
+	Status string    `json:"status,omitempty"`
+	Text   string    `json:"text,omitempty"`
+	Room   string    `json:"room,omitempty"` // room the turn was started from
+	At     time.Time `json:"at"`
+}
+
+// Turn event kinds.
+const (
+	TurnStarted  = "started"
+	TurnEnded    = "ended"
+	TurnMessage  = "message"
+	TurnProgress = "progress"
+	TurnTool     = "tool"
+)
+
+// Control is an owner action on an agent.
+type Control struct {
+	Agent  string  `json:"agent"`
+	Action string  `json:"action"` // "interrupt", "policy"
+	TurnID string  `json:"turnId,omitempty"`
+	Policy *Policy `json:"policy,omitempty"`
+	By     string  `json:"by"`
+}
+
+// ApprovalRequest is what a bridge asks the owner to decide.
+type ApprovalRequest struct {
+	ID          string    `json:"id"` // chosen by the bridge, unique
+	Agent       string    `json:"agent"`
+	TurnID      string    `json:"turnId"`
+	Tool        string    `json:"tool"`
+	Summary     string    `json:"summary"`
+	Diff        string    `json:"diff,omitempty"`
+	PayloadHash string    `json:"payloadHash"`
+	Payload     string    `json:"payload"` // the canonical JSON that was hashed
+	SteeredBy   []string  `json:"steeredBy"`
+	Tainted     bool      `json:"tainted"`
+	Room        string    `json:"room,omitempty"`
+	Expires     time.Time `json:"expires"`
+}
+
+// Decision is the owner's answer, relayed by the hub (or made locally).
+type Decision struct {
+	ApprovalID  string `json:"approvalId"`
+	Agent       string `json:"agent"`
+	Decision    string `json:"decision"` // approve, deny
+	PayloadHash string `json:"payloadHash"`
+	By          string `json:"by"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+// Ack answers a request.
+type Ack struct {
+	OK      bool   `json:"ok"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Duration is a time.Duration that reads and writes as "5s" in JSON.
+type Duration time.Duration
+
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
