@@ -48,8 +48,10 @@ type Config struct {
 	PublicURL string
 	// OriginPatterns are extra allowed WebSocket origins.
 	OriginPatterns []string
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// WSQueue bounds each WebSocket client's outgoing queue (default 512).
+	WSQueue int
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -154,6 +156,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		SetupDone:      func() { h.mu.Lock(); h.setupToken = ""; h.mu.Unlock() },
 		Ready:          h.ready,
 		OriginPatterns: h.cfg.OriginPatterns,
+		QueueSize:      h.cfg.WSQueue,
 		Registry:       h.reg,
 	})
 	h.rooms.Log.OnFeed(h.web.Publish)

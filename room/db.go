@@ -40,6 +40,8 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 		return nil, wh.Wrap(err, "open database %s", path)
 	}
 	r.SetMaxOpenConns(8)
+	r.SetMaxIdleConns(8)
+	r.SetConnMaxIdleTime(0)
 	db := &DB{Path: path, w: w, r: r}
 	if err := db.migrate(ctx); err != nil {
 		db.Close()

@@ -135,7 +135,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *room.User) er
 	}()
 
 	err = s.writeLoop(ctx, c, uint64(since))
-	if errors.Is(context.Cause(ctx), errSlow) {
+	if errors.Is(context.Cause(ctx), errSlow) || errors.Is(err, context.DeadlineExceeded) {
 		s.metrics.wsSlow.Inc()
 		s.log.Warn("disconnected a slow WebSocket client", "user", u.Name)
 		ws.Close(websocket.StatusPolicyViolation, "too slow: reconnect with since=<last id>")

@@ -16,8 +16,8 @@ type metrics struct {
 
 func newMetrics(reg *prometheus.Registry) *metrics {
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wheelhouse_http_requests_total", Help: "HTTP requests by status code."}, []string{"code"}),
-		posts:    prometheus.NewCounter(prometheus.CounterOpts{Name: "wheelhouse_messages_posted_total", Help: "Messages posted through this node."}),
+		requests:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wheelhouse_http_requests_total", Help: "HTTP requests by status code."}, []string{"code"}),
+		posts:     prometheus.NewCounter(prometheus.CounterOpts{Name: "wheelhouse_messages_posted_total", Help: "Messages posted through this node."}),
 		wsClients: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wheelhouse_websocket_clients", Help: "Connected WebSocket clients."}),
 		wsSlow:    prometheus.NewCounter(prometheus.CounterOpts{Name: "wheelhouse_websocket_slow_disconnects_total", Help: "Clients dropped because their queue filled."}),
 	}

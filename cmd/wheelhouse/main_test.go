@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the wheelhouse binary: with
+// WHEELHOUSE_TEST_AS_MAIN=1 it runs main, so tests start real processes of
+// exactly the code under test.
+func TestMain(m *testing.M) {
+	if os.Getenv("WHEELHOUSE_TEST_AS_MAIN") == "1" {
+		os.Args = append([]string{"wheelhouse"}, os.Args[1:]...)
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// proc is a wheelhouse child process.
+type proc struct {
+	cmd   *exec.Cmd
+	lines chan string
+	out   strings.Builder
+}
+
+func startProc(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(append(os.Environ(), "WHEELHOUSE_TEST_AS_MAIN=1"), env...)
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, lines: make(chan string, 100)}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return p
+}
+
+// expect waits for a stdout line matching re and returns its submatches.
+func (p *proc) expect(t *testing.T, re string) []string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("process exited before printing %q", re)
+			}
+			if m := rx.FindStringSubmatch(l); m != nil {
+				return m
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for %q", re)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var out strings.Builder
+	if code := run(context.Background(), []string{"--help"}, &out, &out); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, c := range []string{"up", "hub", "bridge", "approve", "inspect", "hook", "doctor", "bench", "version"} {
+		if !strings.Contains(out.String(), "  "+c) {
+			t.Errorf("help lacks %s", c)
+		}
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"frobnicate"}, &out, &out); code != 2 || !strings.Contains(out.String(), "unknown command") {
+		t.Fatalf("unknown command: exit %d, %s", code, out.String())
+	}
+}
+
+func TestHubFlagsFromEnvironment(t *testing.T) {
+	t.Setenv("WHEELHOUSE_HTTP", "127.0.0.1:9999")
+	fs := newFlags("hub", "hub", io.Discard)
+	var f hubFlags
+	f.register(fs, "", "x")
+	if err := parse(fs, []string{"--data", "/d"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.http != "127.0.0.1:9999" || f.data != "/d" {
+		t.Fatalf("http=%q data=%q", f.http, f.data)
+	}
+	fs = newFlags("hub", "hub", io.Discard)
+	f = hubFlags{}
+	f.register(fs, "", "x")
+	if err := parse(fs, []string{"--http", "127.0.0.1:1"}); err != nil || f.http != "127.0.0.1:1" {
+		t.Fatalf("flag must beat the environment: %q %v", f.http, err)
+	}
+}
+

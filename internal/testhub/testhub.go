@@ -1,0 +1,223 @@
+// Package testhub starts real hubs for tests (embedded NATS on a random
+// port, SQLite in a temp dir) and talks to them over real HTTP and
+// WebSocket. It imports hub; product code never imports it.
+package testhub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/hub"
+)
+
+// Options tweak a test hub.
+type Options struct {
+	DataDir string // reuse a data dir (restart tests)
+	NATSURL string // external NATS
+	Logger  *slog.Logger
+	WSQueue int
+}
+
+// Hub is a running test hub.
+type Hub struct {
+	*hub.Hub
+	DataDir string
+	t       testing.TB
+}
+
+// Logger returns a logger that writes to the test log at warn level, or
+// everything when WHEELHOUSE_TEST_LOG is set.
+func Logger(t testing.TB) *slog.Logger {
+	lv := slog.LevelWarn
+	if os.Getenv("WHEELHOUSE_TEST_LOG") != "" {
+		lv = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: lv}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// Start starts a hub and stops it when the test ends.
+func Start(t testing.TB, o Options) *Hub {
+	t.Helper()
+	if o.DataDir == "" {
+		o.DataDir = t.TempDir()
+	}
+	if o.Logger == nil {
+		o.Logger = Logger(t)
+	}
+	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := h.Open(ctx); err != nil {
+		t.Fatalf("open hub: %v", err)
+	}
+	th := &Hub{Hub: h, DataDir: o.DataDir, t: t}
+	t.Cleanup(func() { th.Stop() })
+	return th
+}
+
+// Stop closes the hub gracefully (idempotent).
+func (h *Hub) Stop() {
+	if h.Hub == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h.Hub.Close(ctx)
+	h.Hub = nil
+}
+
+// Client is an API client with its own cookie jar.
+type Client struct {
+	t     testing.TB
+	Base  string
+	HTTP  *http.Client
+	Token string // bearer token, if set
+	Name  string
+}
+
+// NewClient returns a client for base URL.
+func NewClient(t testing.TB, base string) *Client {
+	jar, _ := cookiejar.New(nil)
+	return &Client{t: t, Base: base, HTTP: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+}
+
+// Response is a decoded answer.
+type Response struct {
+	Status int
+	Body   map[string]any
+	Raw    []byte
+}
+
+// ErrCode returns error.code of an error answer.
+func (r Response) ErrCode() string {
+	if e, ok := r.Body["error"].(map[string]any); ok {
+		s, _ := e["code"].(string)
+		return s
+	}
+	return ""
+}
+
+// ErrReason returns error.reason of an error answer.
+func (r Response) ErrReason() string {
+	if e, ok := r.Body["error"].(map[string]any); ok {
+		s, _ := e["reason"].(string)
+		return s
+	}
+	return ""
+}
+
+// Do sends a request with a JSON body (or raw string/bytes) and decodes the answer.
+func (c *Client) Do(method, path string, body any) Response {
+	c.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, c.Base+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := Response{Status: resp.StatusCode, Raw: raw}
+	if len(raw) > 0 {
+		json.Unmarshal(raw, &out.Body)
+	}
+	return out
+}
+
+// Must sends a request and fails the test unless the status is want.
+func (c *Client) Must(want int, method, path string, body any) Response {
+	c.t.Helper()
+	r := c.Do(method, path, body)
+	if r.Status != want {
+		c.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.Status, want, r.Raw)
+	}
+	return r
+}
+
+// Setup creates the admin on a fresh hub and returns a logged-in client.
+func (h *Hub) Setup(name, password string) *Client {
+	h.t.Helper()
+	c := NewClient(h.t, h.URL())
+	c.Must(201, "POST", "/api/v1/setup", map[string]string{"token": h.SetupToken(), "name": name, "password": password})
+	c.Name = name
+	return c
+}
+
+// Login logs a user in and returns their client.
+func (h *Hub) Login(name, password string) *Client {
+	h.t.Helper()
+	c := NewClient(h.t, h.URL())
+	c.Must(201, "POST", "/api/v1/sessions", map[string]string{"name": name, "password": password})
+	c.Name = name
+	return c
+}
+
+// AddUser has admin create a user and returns that user's logged-in client.
+func (h *Hub) AddUser(admin *Client, name string) *Client {
+	h.t.Helper()
+	pw := "pw-" + name + "-secret"
+	admin.Must(201, "POST", "/api/v1/users", map[string]string{"name": name, "password": pw})
+	return h.Login(name, pw)
+}
+
+// Post posts text to room and returns the message id.
+func (c *Client) Post(room, text string) int64 {
+	c.t.Helper()
+	r := c.Must(201, "POST", "/api/v1/rooms/"+room+"/messages", map[string]string{"text": text})
+	m := r.Body["message"].(map[string]any)
+	return int64(m["id"].(float64))
+}
+
+// WaitFor polls cond until it holds or the deadline passes.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

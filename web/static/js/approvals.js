@@ -1,0 +1,181 @@
+// approvals.js — approval cards: the command or diff, the payload hash the
+// decision is bound to, the tainted flag and who steered the turn. Only the
+// agent's owner sees Approve / Deny; everyone else sees who it waits for.
+
+import { api, ApiError } from './api.js';
+import { h, append, clear, avatar, copyButton, fmtCountdown, fmtFull, shortTurn, announce } from './dom.js';
+import { state, on, emit } from './store.js';
+import { setError } from './dialog.js';
+
+const dismissed = new Set();
+
+export function initApprovals() {
+  on('approvals', renderTray);
+  on('current', renderTray);
+  setInterval(tick, 1000);
+}
+
+export async function loadApprovals() {
+  try {
+    const list = await api.approvals('pending');
+    state.features.approvals = true;
+    for (const a of list) state.approvals.set(a.id, a);
+  } catch (ex) {
+    if (ex instanceof ApiError && ex.missing) state.features.approvals = false;
+  }
+  emit('approvals');
+}
+
+export function upsertApproval(a) {
+  if (!a || !a.id) return;
+  state.features.approvals = true;
+  const old = state.approvals.get(a.id);
+  state.approvals.set(a.id, { ...(old || {}), ...a });
+  if (!old && a.status === 'pending') {
+    announce(a.owner === state.me?.name
+      ? `@${a.agent} asks for your approval to run ${a.tool}`
+      : `@${a.agent} is waiting for @${a.owner} to approve ${a.tool}`);
+  }
+  emit('approvals');
+}
+
+export function awaitingMyDecision() {
+  return [...state.approvals.values()].filter((a) => a.status === 'pending' && a.owner === state.me?.name);
+}
+
+function statusLabel(a) {
+  switch (a.status) {
+    case 'pending': return 'needs approval';
+    case 'approved': return 'approved';
+    case 'denied': return 'denied';
+    case 'expired': return 'expired';
+    case 'voided': return 'voided';
+    default: return a.status || 'unknown';
+  }
+}
+
+function outcome(a) {
+  const by = a.decidedBy ? ` by @${a.decidedBy}` : '';
+  const why = a.reason ? ` — ${a.reason}` : '';
+  switch (a.status) {
+    case 'approved': return `Approved${by}${why}`;
+    case 'denied': return `Denied${by}${why}`;
+    case 'expired': return `Expired before a decision — the call was not run${why}`;
+    case 'voided': return `Voided${why || ' — the request no longer applies'}`;
+    default: return '';
+  }
+}
+
+function diffView(diff) {
+  const pre = h('pre', { class: 'approval-diff', tabindex: '0' });
+  for (const line of String(diff).split('\n')) {
+    let cls = 'diff-line';
+    if (/^(\+\+\+|---)/.test(line)) cls += ' diff-file';
+    else if (line.startsWith('+')) cls += ' diff-add';
+    else if (line.startsWith('-')) cls += ' diff-del';
+    else if (line.startsWith('@@')) cls += ' diff-hunk';
+    pre.append(h('span', { class: cls }, line + '\n'));
+  }
+  return pre;
+}
+
+/**
+ * approvalCard(a, {compact}) — compact cards (someone else's pending request,
+ * or a decided one) fold their details behind the one-line header.
+ */
+export function approvalCard(a, { compact = false } = {}) {
+  const mine = a.owner === state.me?.name;
+  const pending = a.status === 'pending';
+  const err = h('p', { class: 'form-error', role: 'alert', hidden: true });
+  const steered = (a.steeredBy || []).filter(Boolean);
+  const actions = h('div', { class: 'card-actions' });
+
+  if (pending && mine) {
+    const decide = (decision) => async () => {
+      setError(err, '');
+      actions.querySelectorAll('button').forEach((b) => { b.disabled = true; });
+      try {
+        const d = await api.decideApproval(a.id, decision, a.payloadHash);
+        upsertApproval((d && d.approval) || { id: a.id, status: decision === 'approve' ? 'approved' : 'denied', decidedBy: state.me.name });
+      } catch (ex) {
+        const msg = ex.reason === 'hash-mismatch' ? `The request changed since it was shown (hash mismatch) — nothing was approved. ${ex.message}` : ex.message;
+        setError(err, msg);
+        actions.querySelectorAll('button').forEach((b) => { b.disabled = false; });
+      }
+    };
+    actions.append(
+      h('button', { type: 'button', class: 'small-button primary approve', onclick: decide('approve'), 'aria-label': `Approve ${a.tool} for @${a.agent}` }, 'Approve'),
+      h('button', { type: 'button', class: 'small-button danger deny', onclick: decide('deny'), 'aria-label': `Deny ${a.tool} for @${a.agent}` }, 'Deny'));
+  }
+  const waiting = pending && !mine ? h('span', { class: 'awaiting' }, `awaiting @${a.owner}`) : null;
+  const done = !pending ? h('span', { class: 'approval-outcome' }, outcome(a)) : null;
+  const dismiss = !pending ? h('button', {
+    type: 'button', class: 'link-button dismiss',
+    onclick: (e) => { e.preventDefault(); dismissed.add(a.id); emit('approvals'); },
+  }, 'Dismiss') : null;
+
+  const hash = String(a.payloadHash || '');
+  const head = h(compact ? 'summary' : 'div', { class: 'card-head' },
+    avatar(a.agent, 'agent', 'avatar-sm'),
+    h('div', { class: 'card-head-text' },
+      h('p', { class: 'card-title' }, h('strong', null, '@' + a.agent), ' wants to run ', h('code', null, a.tool || 'a tool')),
+      h('p', { class: 'card-sub' },
+        a.room ? (String(a.room).startsWith('dm:') ? 'in a DM' : `in #${a.room}`) : '',
+        a.turnId ? h('span', { title: `turn ${a.turnId}` }, ` · turn ${shortTurn(a.turnId)}`) : null,
+        compact && a.tainted ? h('span', { class: 'tainted-mini' }, ' · tainted') : null)),
+    compact && waiting ? waiting : h('span', { class: 'approval-status', dataset: { status: a.status } }, statusLabel(a)));
+
+  const details = [
+    a.tainted ? h('p', { class: 'tainted-flag', role: 'note' },
+      h('strong', null, 'Tainted turn. '),
+      steered.length ? `Steered by ${steered.map((s) => '@' + s).join(', ')} — not only the owner. ` : 'Not only the owner steered this turn. ',
+      'Check the call carefully.') : null,
+    a.summary ? h('pre', { class: 'approval-command', tabindex: '0' }, a.summary) : null,
+    a.diff ? h('details', { class: 'approval-diff-wrap', open: true }, h('summary', null, 'Diff'), diffView(a.diff)) : null,
+    h('dl', { class: 'approval-meta' },
+      h('dt', null, 'Steered by'),
+      h('dd', { class: 'approval-steered' }, steered.length ? steered.map((s) => '@' + s).join(', ') : `@${a.owner} only`),
+      h('dt', null, 'Payload hash'),
+      h('dd', { class: 'hash-row' },
+        h('code', { class: 'payload-hash', title: hash, dataset: { hash } }, hash.slice(0, 12) + (hash.length > 12 ? '…' : '')),
+        copyButton(hash, 'Copy', 'copy-hash')),
+      pending && a.expires ? h('dt', null, 'Expires') : null,
+      pending && a.expires ? h('dd', { class: 'approval-expires', dataset: { expires: a.expires }, title: fmtFull(a.expires) }, fmtCountdown(a.expires)) : null),
+  ];
+  const cls = `card approval-card status-${a.status}${a.tainted ? ' tainted' : ''}${compact ? ' compact' : ''}`;
+  const attrs = {
+    class: cls,
+    dataset: { id: a.id, status: a.status, owner: a.owner, agent: a.agent },
+    'aria-label': `Approval request: @${a.agent} wants to run ${a.tool}`,
+  };
+  if (compact) {
+    return h('article', attrs,
+      h('details', { class: 'approval-fold' }, head, h('div', { class: 'approval-fold-body' }, details)),
+      !pending ? h('div', { class: 'card-actions' }, done, dismiss) : null);
+  }
+  append(actions, [waiting, done, dismiss]);
+  return h('article', attrs, head, details, actions, err);
+}
+
+function tick() {
+  document.querySelectorAll('.approval-expires[data-expires]').forEach((el) => {
+    el.textContent = fmtCountdown(el.dataset.expires);
+  });
+}
+
+// The tray above the composer: this room's approvals, pending first.
+function renderTray() {
+  const tray = document.getElementById('approval-tray');
+  const room = state.current;
+  const list = [...state.approvals.values()]
+    .filter((a) => a.room === room && !dismissed.has(a.id))
+    .sort((x, y) => (y.status === 'pending') - (x.status === 'pending') || new Date(x.at) - new Date(y.at));
+  clear(tray);
+  tray.hidden = !list.length;
+  if (!list.length) return;
+  const pending = list.filter((a) => a.status === 'pending').length;
+  tray.append(h('p', { class: 'tray-head' }, pending ? `${pending} approval${pending === 1 ? '' : 's'} pending` : 'Recent approvals'));
+  for (const a of list) tray.append(approvalCard(a, { compact: !(a.status === 'pending' && a.owner === state.me?.name) }));
+}
+
+export function isDismissed(id) { return dismissed.has(id); }

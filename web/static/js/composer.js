@@ -1,0 +1,127 @@
+// composer.js — writing and sending messages: Enter sends, Shift+Enter adds
+// a line, drafts per room, and a hint of what each agent mention will do now.
+
+import { api } from './api.js';
+import { h, clear } from './dom.js';
+import { state, on, logFor, mergeReceipt, emit } from './store.js';
+import { agentMentions } from './render/markdown.js';
+import { initMentions } from './mentions.js';
+import { setError } from './dialog.js';
+
+const MAX_BYTES = 16 * 1024;
+const drafts = new Map();
+
+const MODE_TEXT = {
+  start: 'idle — will start a turn',
+  steer: 'working — will steer the current turn',
+  queue: 'busy — can only queue (runs when this turn ends)',
+  'not-allowed': 'you may not address this agent',
+  offline: 'offline — the mention will be rejected',
+};
+
+let ta, form, hint, err, sendBtn, mentions;
+let shownRoom = null;
+
+export function initComposer() {
+  ta = document.getElementById('composer');
+  form = document.getElementById('composer-form');
+  hint = document.getElementById('composer-hint');
+  err = document.getElementById('composer-error');
+  sendBtn = document.getElementById('send');
+  mentions = initMentions(ta, document.getElementById('mention-list'));
+
+  ta.addEventListener('keydown', (e) => {
+    if (e.isComposing || e.keyCode === 229) return;
+    if (mentions.handleKey(e)) { e.preventDefault(); e.stopPropagation(); return; }
+    if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
+      e.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  ta.addEventListener('input', () => {
+    grow();
+    drafts.set(state.current, ta.value);
+    renderHint();
+    sendBtn.disabled = !ta.value.trim();
+    if (!err.hidden) setError(err, '');
+  });
+  form.addEventListener('submit', (e) => { e.preventDefault(); send(); });
+  on('agents', ({ room }) => { if (room === state.current) renderHint(); });
+}
+
+function grow() {
+  ta.style.height = 'auto';
+  ta.style.height = Math.min(ta.scrollHeight, 240) + 'px';
+}
+
+export function showComposer(room) {
+  if (shownRoom && shownRoom !== room) drafts.set(shownRoom, ta.value);
+  shownRoom = room;
+  mentions.close();
+  setError(err, '');
+  form.hidden = !room;
+  if (!room) return;
+  const r = state.rooms.get(room);
+  ta.value = drafts.get(room) || '';
+  ta.placeholder = r ? `Message ${r.kind === 'dm' ? 'your DM' : '#' + r.name}` : 'Message';
+  sendBtn.disabled = !ta.value.trim();
+  grow();
+  renderHint();
+  if (window.matchMedia('(pointer: fine)').matches) ta.focus();
+}
+
+export function resetComposer() {
+  drafts.clear();
+  shownRoom = null;
+  ta.value = '';
+}
+
+async function send() {
+  const room = state.current;
+  const text = ta.value;
+  if (!room || !text.trim()) return;
+  if (new TextEncoder().encode(text).length > MAX_BYTES) {
+    setError(err, 'That message is longer than 16 KiB. Share long output as a file or trim it.');
+    return;
+  }
+  ta.value = '';
+  drafts.delete(room);
+  grow();
+  renderHint();
+  sendBtn.disabled = true;
+  try {
+    const d = await api.post(room, text);
+    if (d && d.message) {
+      const fresh = logFor(room).add(d.message);
+      for (const r of d.receipts || []) if (mergeReceipt(r)) emit('receipt', r);
+      if (fresh) emit('message', d.message);
+    }
+  } catch (ex) {
+    if (!ta.value) { ta.value = text; drafts.set(room, text); grow(); renderHint(); }
+    sendBtn.disabled = !ta.value.trim();
+    setError(err, ex.status === 429 ? `Slow down: ${ex.message}` : ex.message);
+  }
+}
+
+function renderHint() {
+  clear(hint);
+  const room = state.current;
+  if (!room || state.features.agents === false) { hint.hidden = true; return; }
+  const handles = agentMentions(ta.value);
+  if (!handles.length) { hint.hidden = true; return; }
+  const agents = state.roomAgents.get(room) || [];
+  for (const handle of handles) {
+    const a = agents.find((x) => x.handle.toLowerCase() === handle);
+    let mode = 'absent';
+    let text = 'not in this room — add it from the Agents panel first';
+    if (a) {
+      mode = a.mode || (a.status === 'offline' ? 'offline' : '');
+      text = a.modeText || MODE_TEXT[mode] || a.status || 'unknown';
+    }
+    hint.append(h('div', { class: 'mode-hint', dataset: { agent: handle, mode } },
+      h('span', { class: 'mode-dot', 'aria-hidden': 'true' }),
+      h('span', { class: 'mode-agent' }, '@' + handle),
+      h('span', { class: 'mode-text' }, text)));
+  }
+  hint.hidden = false;
+}

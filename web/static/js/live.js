@@ -1,0 +1,97 @@
+// live.js — the WebSocket feed (/api/v1/events?since=ID): resumes after any
+// drop with the last id processed, never hands the same id on twice, backs
+// off between attempts, and shows the #reconnecting banner while down.
+
+import { api } from './api.js';
+
+const MIN_DELAY = 500;
+const MAX_DELAY = 15000;
+
+export class Live {
+  constructor({ since = 0, onEvent, onReady, onUnauthenticated }) {
+    this.lastId = since;
+    this.onEvent = onEvent;
+    this.onReady = onReady || (() => {});
+    this.onUnauthenticated = onUnauthenticated || (() => {});
+    this.ws = null;
+    this.stopped = false;
+    this.attempt = 0;
+    this.timer = null;
+    this.everReady = false;
+    this.reconnectNow = () => { if (!this.ws && !this.stopped) { clearTimeout(this.timer); this.connect(); } };
+    window.addEventListener('online', this.reconnectNow);
+    document.addEventListener('visibilitychange', () => { if (!document.hidden) this.reconnectNow(); });
+  }
+
+  url() {
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    return `${proto}//${location.host}/api/v1/events?since=${this.lastId}`;
+  }
+
+  start() { this.connect(); }
+
+  connect() {
+    if (this.stopped) return;
+    let ws;
+    try { ws = new WebSocket(this.url()); } catch { this.scheduleRetry(); return; }
+    this.ws = ws;
+    ws.onmessage = (e) => this.handle(e.data);
+    ws.onclose = (e) => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      if (this.stopped) return;
+      banner(true);
+      // 1008 "too slow": we were behind; come straight back with since.
+      if (e.code === 1008) { this.attempt = 0; this.timer = setTimeout(() => this.connect(), 100); return; }
+      this.scheduleRetry();
+    };
+    ws.onerror = () => { /* onclose follows */ };
+  }
+
+  async scheduleRetry() {
+    this.attempt++;
+    // After repeated failures, check whether the session itself is gone.
+    if (this.attempt >= 2) {
+      try { await api.me(); } catch (err) {
+        if (err.status === 401) { this.stop(); this.onUnauthenticated(); return; }
+      }
+    }
+    if (this.stopped || this.ws) return;
+    const base = Math.min(MAX_DELAY, MIN_DELAY * 2 ** Math.min(this.attempt - 1, 6));
+    const delay = base / 2 + Math.random() * base / 2;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.connect(), delay);
+  }
+
+  handle(raw) {
+    let ev;
+    try { ev = JSON.parse(raw); } catch { return; }
+    if (ev.type === 'ready') {
+      if (typeof ev.id === 'number' && ev.id > this.lastId) this.lastId = ev.id;
+      this.attempt = 0;
+      banner(false);
+      const first = !this.everReady;
+      this.everReady = true;
+      this.onReady({ first });
+      return;
+    }
+    if (typeof ev.id === 'number') {
+      if (ev.id <= this.lastId) return; // already processed
+      this.lastId = ev.id;
+    }
+    try { this.onEvent(ev); } catch (err) { console.error('event handler failed', ev.type, err); }
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    window.removeEventListener('online', this.reconnectNow);
+    if (this.ws) { const ws = this.ws; this.ws = null; ws.close(1000, 'bye'); }
+    banner(false);
+  }
+}
+
+function banner(on) {
+  const el = document.getElementById('reconnecting');
+  if (el) el.hidden = !on;
+}

@@ -1,0 +1,234 @@
+// messages.js — the open room's message list: first page, infinite scroll
+// upward (before=ID), live appends, grouping, day separators, receipts.
+
+import { api } from './api.js';
+import { h, clear, dayKey, announce } from './dom.js';
+import { state, logFor, mergeReceipt, roomLabel } from './store.js';
+import { messageEl, daySeparator } from './render/message.js';
+import { renderReceipts, receiptText } from './receipts.js';
+import { markRead } from './unread.js';
+
+const PAGE = 50;
+const GROUP_MS = 5 * 60 * 1000;
+
+const list = () => document.getElementById('messages');
+const jump = () => document.getElementById('jump-latest');
+
+let room = null;          // the room being shown
+let els = new Map();      // message id → element
+let lastShown = null;     // the last message rendered (for grouping)
+let errorText = '';
+
+let stick = true; // the list was at the bottom before its size changed
+
+export function initMessages() {
+  list().addEventListener('scroll', onScroll, { passive: true });
+  // Keep the newest message in view when the tray, banner or composer grows.
+  new ResizeObserver(() => { if (stick) list().scrollTop = list().scrollHeight; }).observe(list());
+  jump().addEventListener('click', () => { scrollToBottom(); readIfAtBottom(); });
+  document.addEventListener('visibilitychange', readIfAtBottom);
+  window.addEventListener('focus', readIfAtBottom);
+}
+
+export async function showRoom(name) {
+  room = name;
+  errorText = '';
+  jump().hidden = true;
+  const log = logFor(name);
+  renderAll();
+  scrollToBottom();
+  if (!log.loaded) await loadLatest(name);
+  else readIfAtBottom();
+}
+
+export function clearMessages() {
+  room = null;
+  els = new Map();
+  lastShown = null;
+  clear(list());
+}
+
+async function loadLatest(name) {
+  const log = logFor(name);
+  if (log.loading) return;
+  log.loading = true;
+  try {
+    const d = await api.messages(name, { limit: PAGE });
+    const ms = d.messages || [];
+    for (const m of ms) log.add(m);
+    for (const r of d.receipts || []) mergeReceipt(r);
+    if (ms.length < PAGE) log.reachedStart = true;
+    log.loaded = true;
+    errorText = '';
+  } catch (err) {
+    errorText = `Could not load messages: ${err.message}`;
+  } finally {
+    log.loading = false;
+  }
+  if (room !== name) return;
+  renderAll();
+  scrollToBottom();
+  readIfAtBottom();
+  fillViewport();
+}
+
+async function loadOlder() {
+  const name = room;
+  if (!name) return;
+  const log = logFor(name);
+  if (log.loading || log.reachedStart || !log.loaded) return;
+  log.loading = true;
+  setTopIndicator();
+  try {
+    const d = await api.messages(name, { before: log.oldest, limit: PAGE });
+    const ms = d.messages || [];
+    for (const m of ms) log.add(m);
+    for (const r of d.receipts || []) mergeReceipt(r);
+    if (ms.length < PAGE) log.reachedStart = true;
+  } catch (err) {
+    errorText = `Could not load older messages: ${err.message}`;
+  } finally {
+    log.loading = false;
+  }
+  if (room !== name) return;
+  const el = list();
+  const fromBottom = el.scrollHeight - el.scrollTop;
+  renderAll();
+  el.scrollTop = el.scrollHeight - fromBottom;
+  fillViewport();
+}
+
+// Keep loading older pages until the list can scroll.
+function fillViewport() {
+  const el = list();
+  const log = room && logFor(room);
+  if (log && log.loaded && !log.reachedStart && el.scrollHeight <= el.clientHeight + 40) loadOlder();
+}
+
+function onScroll() {
+  const el = list();
+  stick = nearBottom();
+  if (el.scrollTop < 300) loadOlder();
+  if (nearBottom()) { jump().hidden = true; readIfAtBottom(); }
+}
+
+function nearBottom() {
+  const el = list();
+  return el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+}
+
+function scrollToBottom() {
+  const el = list();
+  el.scrollTop = el.scrollHeight;
+  stick = true;
+  jump().hidden = true;
+}
+
+function readIfAtBottom() {
+  if (!room || document.hidden || !nearBottom()) return;
+  const log = logFor(room);
+  if (log.newest) markRead(room, log.newest);
+}
+
+function topIndicator() {
+  const log = logFor(room);
+  if (errorText) {
+    return h('div', { class: 'history-note history-error', role: 'alert' }, errorText, ' ',
+      h('button', { type: 'button', class: 'link-button', onclick: () => { errorText = ''; log.loaded ? loadOlder() : loadLatest(room); } }, 'Retry'));
+  }
+  if (!log.loaded || log.loading) return h('div', { class: 'history-note history-loading' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), ' Loading messages…');
+  if (log.reachedStart && log.ids.length) {
+    return h('div', { class: 'history-note history-start' },
+      h('strong', null, roomLabel(state.rooms.get(room)) || room), h('br'), 'This is the very beginning of the conversation.');
+  }
+  return h('div', { class: 'history-note' });
+}
+
+function setTopIndicator() {
+  const el = list();
+  const first = el.firstElementChild;
+  const ind = topIndicator();
+  ind.classList.add('history-top');
+  if (first && first.classList.contains('history-top')) first.replaceWith(ind);
+  else el.prepend(ind);
+}
+
+function grouped(prev, m) {
+  if (!prev || prev.authorKind === 'system' || m.authorKind === 'system') return false;
+  if (prev.author !== m.author || prev.authorKind !== m.authorKind) return false;
+  if (dayKey(prev.createdAt) !== dayKey(m.createdAt)) return false;
+  return new Date(m.createdAt) - new Date(prev.createdAt) < GROUP_MS;
+}
+
+function renderAll() {
+  const el = list();
+  clear(el);
+  els = new Map();
+  lastShown = null;
+  if (!room) return;
+  const log = logFor(room);
+  setTopIndicator();
+  const ms = log.messages();
+  if (log.loaded && !ms.length && !errorText) {
+    el.append(h('div', { class: 'empty-messages', dataset: { testid: 'messages-empty' } },
+      h('p', { class: 'empty-title' }, 'No messages yet — say hi'),
+      h('p', null, 'Mention a person with @name or an agent with @owner/agent.')));
+    return;
+  }
+  for (const m of ms) appendEl(m);
+}
+
+function appendEl(m) {
+  const el = list();
+  if (!lastShown || dayKey(lastShown.createdAt) !== dayKey(m.createdAt)) el.append(daySeparator(m.createdAt));
+  const node = messageEl(m, { compact: grouped(lastShown, m) });
+  el.append(node);
+  els.set(m.id, node);
+  lastShown = m;
+}
+
+// A message arrived live (already added to its room's log).
+export function messageArrived(m) {
+  if (m.room !== room) return;
+  const log = logFor(room);
+  if (!log.loaded) return; // the first page will include it
+  const atBottom = stick || nearBottom();
+  const empty = list().querySelector('.empty-messages');
+  if (empty) { renderAll(); }
+  else if (!lastShown || m.id > lastShown.id) appendEl(m);
+  else {
+    const el = list();
+    const fromBottom = el.scrollHeight - el.scrollTop;
+    renderAll();
+    el.scrollTop = el.scrollHeight - fromBottom;
+  }
+  const mine = m.authorKind === 'user' && m.author === state.me?.name;
+  if (atBottom || mine) {
+    scrollToBottom();
+    readIfAtBottom();
+  } else {
+    jump().hidden = false;
+  }
+}
+
+export function receiptChanged(r) {
+  const node = els.get(r.messageId);
+  if (!node) return;
+  const ul = node.querySelector('.receipts');
+  if (!ul) return;
+  const atBottom = stick || nearBottom();
+  renderReceipts(ul, r.messageId);
+  if (atBottom) scrollToBottom();
+  announce(`@${r.agent}: ${receiptText(r)}`);
+}
+
+// The open room's message list after a re-render request (e.g. me changed).
+export function rerender() {
+  if (!room) return;
+  const atBottom = stick || nearBottom();
+  renderAll();
+  if (atBottom) scrollToBottom();
+}
+
+export function currentShown() { return room; }
+

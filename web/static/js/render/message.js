@@ -1,0 +1,87 @@
+// render/message.js — one message element: author, time, formatted body,
+// collapsed agent tool output, and the receipts of its agent mentions.
+
+import { h, avatar, fmtTime, fmtFull, fmtDay, shortTurn } from '../dom.js';
+import { render } from './markdown.js';
+import { renderReceipts } from '../receipts.js';
+import { state } from '../store.js';
+
+// Agent output that reports tool activity starts with one of these markers.
+export const TOOL_MARKERS = /^(?:⚙|🔧|🛠|\$ |\[tool\]|tool:|running:|ran:|exec:|\u25B8 )/i;
+const LONG_CHARS = 1200;
+const LONG_LINES = 18;
+
+export function isToolText(text) {
+  return TOOL_MARKERS.test(String(text || '').trimStart());
+}
+
+function collapsible(m) {
+  if (m.authorKind !== 'agent') return null;
+  const text = String(m.text || '');
+  const lines = text.split('\n').length;
+  if (isToolText(text)) return 'tool';
+  if (text.length > LONG_CHARS || lines > LONG_LINES) return 'long';
+  return null;
+}
+
+function body(m) {
+  const el = h('div', { class: 'message-body' });
+  const kind = collapsible(m);
+  if (!kind) {
+    el.append(render(m.text, { me: state.me?.name }));
+    return el;
+  }
+  const text = String(m.text || '');
+  const first = text.trimStart().split('\n')[0];
+  const lines = text.split('\n').length;
+  const summary = first.length > 120 ? first.slice(0, 117) + '…' : first;
+  const details = h('details', { class: `collapsed-output collapsed-${kind}` },
+    h('summary', null,
+      h('span', { class: 'collapsed-label' }, kind === 'tool' ? 'Tool' : 'Output'),
+      h('span', { class: 'collapsed-summary' }, summary),
+      lines > 1 ? h('span', { class: 'collapsed-lines' }, `${lines} lines`) : null),
+    h('div', { class: 'collapsed-body' }, render(text, { me: state.me?.name })));
+  el.append(details);
+  return el;
+}
+
+function authorLabel(m) {
+  if (m.authorKind === 'agent') return '@' + m.author;
+  return m.author;
+}
+
+/**
+ * messageEl(m, {compact}) — compact hides the avatar and name when the same
+ * author continues within a few minutes.
+ */
+export function messageEl(m, { compact = false } = {}) {
+  const mine = m.authorKind === 'user' && m.author === state.me?.name;
+  if (m.authorKind === 'system') {
+    return h('div', { class: 'message message-system', role: 'article', dataset: { id: m.id, authorKind: 'system' } },
+      h('span', { class: 'message-system-text' }, render(m.text, { me: state.me?.name })),
+      h('time', { class: 'message-time', datetime: m.createdAt, title: fmtFull(m.createdAt) }, fmtTime(m.createdAt)));
+  }
+  const receipts = h('ul', { class: 'receipts', 'aria-label': 'Delivery to agents', hidden: true });
+  renderReceipts(receipts, m.id);
+  const time = h('time', { class: 'message-time', datetime: m.createdAt, title: fmtFull(m.createdAt) }, fmtTime(m.createdAt));
+  const head = compact ? null : h('div', { class: 'message-head' },
+    h('span', { class: 'message-author' }, authorLabel(m)),
+    m.authorKind === 'agent' ? h('span', { class: 'tag tag-agent' }, 'agent') : null,
+    mine ? h('span', { class: 'sr-only' }, '(you)') : null,
+    time,
+    m.turnId ? h('span', { class: 'message-turn', title: `turn ${m.turnId}` }, 'turn ' + shortTurn(m.turnId)) : null);
+  const cls = ['message', `message-${m.authorKind}`];
+  if (compact) cls.push('message-compact');
+  if (mine) cls.push('message-mine');
+  return h('article', {
+    class: cls.join(' '),
+    dataset: { id: m.id, author: m.author, authorKind: m.authorKind },
+    'aria-label': `${authorLabel(m)} at ${fmtTime(m.createdAt)}`,
+  },
+  h('div', { class: 'message-gutter' }, compact ? h('span', { class: 'message-time-hover' }, fmtTime(m.createdAt)) : avatar(m.author, m.authorKind)),
+  h('div', { class: 'message-main' }, head, body(m), receipts));
+}
+
+export function daySeparator(iso) {
+  return h('div', { class: 'day-separator', role: 'separator' }, h('span', null, fmtDay(iso)));
+}

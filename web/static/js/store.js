@@ -1,0 +1,123 @@
+// store.js — the client's state and a small event bus. Modules read state
+// directly and re-render on the events they care about.
+
+export const state = {
+  me: null,                 // {id, name, display, admin}
+  users: [],                // every user (for mentions and DMs)
+  rooms: new Map(),         // name → Room (the caller's rooms and DMs)
+  current: null,            // name of the open room
+  logs: new Map(),          // name → RoomLog
+  receipts: new Map(),      // messageId → Map(agent handle → Receipt)
+  members: new Map(),       // room → [{user, role}]
+  roomAgents: new Map(),    // room → [Agent]
+  allAgents: [],            // GET /agents
+  approvals: new Map(),     // id → Approval
+  invitations: new Map(),   // id → Invitation
+  // Feature availability: null unknown, true present, false (404) not on this hub yet.
+  features: { agents: null, approvals: null, invitations: null },
+};
+
+const bus = new EventTarget();
+export function on(type, fn) {
+  bus.addEventListener(type, (e) => fn(e.detail || {}));
+}
+export function emit(type, detail) {
+  bus.dispatchEvent(new CustomEvent(type, { detail }));
+}
+
+// RoomLog holds one room's loaded messages, ordered by id.
+export class RoomLog {
+  constructor() {
+    this.byId = new Map();
+    this.ids = [];
+    this.loaded = false;       // the newest page was fetched
+    this.reachedStart = false; // nothing older exists
+    this.loading = false;
+  }
+  // add returns true if the message is new to this log.
+  add(m) {
+    if (this.byId.has(m.id)) {
+      this.byId.set(m.id, m);
+      return false;
+    }
+    this.byId.set(m.id, m);
+    const ids = this.ids;
+    if (!ids.length || m.id > ids[ids.length - 1]) ids.push(m.id);
+    else {
+      let i = ids.length;
+      while (i > 0 && ids[i - 1] > m.id) i--;
+      ids.splice(i, 0, m.id);
+    }
+    return true;
+  }
+  get oldest() { return this.ids[0] || 0; }
+  get newest() { return this.ids[this.ids.length - 1] || 0; }
+  messages() { return this.ids.map((id) => this.byId.get(id)); }
+}
+
+export function logFor(room) {
+  let log = state.logs.get(room);
+  if (!log) state.logs.set(room, (log = new RoomLog()));
+  return log;
+}
+
+// Receipt statuses by progress: a later stage never yields to an earlier one.
+const RANK = { pending: 0, queued: 1, started: 2, steered: 2, delivered: 2, expired: 2, rejected: 2 };
+export const FINAL = new Set(['started', 'steered', 'delivered', 'expired', 'rejected']);
+
+// mergeReceipt stores r and reports whether it changed what we show.
+export function mergeReceipt(r) {
+  if (!r || !r.messageId) return false;
+  let m = state.receipts.get(r.messageId);
+  if (!m) state.receipts.set(r.messageId, (m = new Map()));
+  const key = r.agent || r.steerId;
+  const old = m.get(key);
+  if (old) {
+    const ro = RANK[old.status] ?? 1;
+    const rn = RANK[r.status] ?? 1;
+    if (rn < ro) return false;
+    if (rn === ro && old.at && r.at && new Date(r.at) < new Date(old.at)) return false;
+    if (old.status === r.status && old.reason === r.reason && old.turnId === r.turnId && old.detail === r.detail) return false;
+  }
+  m.set(key, r);
+  return true;
+}
+
+export function receiptsFor(messageId) {
+  const m = state.receipts.get(messageId);
+  return m ? [...m.values()] : [];
+}
+
+// Display names.
+export function isDM(room) {
+  return room && (room.kind === 'dm' || String(room.name).startsWith('dm:'));
+}
+
+export function roomLabel(room) {
+  if (!room) return '';
+  if (isDM(room)) {
+    const peers = room.peers && room.peers.length ? room.peers
+      : String(room.name).replace(/^dm:/, '').split(/[:,]/).filter((p) => p !== state.me?.name);
+    return peers.length ? peers.map((p) => '@' + p).join(', ') : '@' + (state.me?.name || '') + ' (you)';
+  }
+  return '#' + room.name;
+}
+
+export function agentOwner(handle) {
+  return String(handle || '').replace(/^@/, '').split('/')[0];
+}
+
+export function isMine(handle) {
+  return !!state.me && agentOwner(handle) === state.me.name;
+}
+
+// Update an agent (from agent.status) wherever it appears.
+export function patchAgent(handle, fields) {
+  let changed = false;
+  for (const list of [...state.roomAgents.values(), state.allAgents]) {
+    for (const a of list) {
+      if (a.handle === handle) { Object.assign(a, fields); changed = true; }
+    }
+  }
+  return changed;
+}
