@@ -153,7 +153,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		Agents:         h.link.api(),
 		Logger:         h.log,
 		SetupToken:     h.SetupToken,
-		SetupDone:      func() { h.mu.Lock(); h.setupToken = ""; h.mu.Unlock() },
+		SetupDone:      h.SetupDone,
 		Ready:          h.ready,
 		OriginPatterns: h.cfg.OriginPatterns,
 		QueueSize:      h.cfg.WSQueue,
@@ -267,6 +267,13 @@ func (h *Hub) SetupToken() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.setupToken
+}
+
+// SetupDone forgets the setup token once the admin exists.
+func (h *Hub) SetupDone() {
+	h.mu.Lock()
+	h.setupToken = ""
+	h.mu.Unlock()
 }
 
 // Rooms is the chat service (tests and `up` use it).

@@ -275,8 +275,8 @@ func (s *Service) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64
 	}
 	mentions, _ := json.Marshal(nonNil(d.Mentions))
 	parts, _ := json.Marshal(nonNilParts(d.Parts))
-	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (id, room_id, author_kind, author, text, mentions, parts, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		seq, rid, d.AuthorKind, d.Author, d.Text, mentions, parts, d.TurnID, ts(ev.At)); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (id, room_id, author_kind, author, text, mentions, parts, turn_id, kind, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		seq, rid, d.AuthorKind, d.Author, d.Text, mentions, parts, d.TurnID, d.Kind, ts(ev.At)); err != nil {
 		return nil, err
 	}
 	ids, err := roomMembersTx(ctx, tx, rid)
@@ -284,7 +284,7 @@ func (s *Service) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64
 		return nil, err
 	}
 	msg := Message{ID: int64(seq), Room: d.Room, AuthorKind: d.AuthorKind, Author: d.Author, Text: d.Text,
-		Mentions: nonNil(d.Mentions), Parts: nonNilParts(d.Parts), TurnID: d.TurnID, CreatedAt: ev.At}
+		Mentions: nonNil(d.Mentions), Parts: nonNilParts(d.Parts), TurnID: d.TurnID, Kind: d.Kind, CreatedAt: ev.At}
 	return feedTx(ctx, tx, seq, rid, 0, ids, map[string]any{
 		"id": seq, "type": "message", "room": d.Room, "at": ev.At, "data": msg,
 	})

@@ -34,6 +34,14 @@ func newEventID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// NewEventWithID builds an event with a given idempotency key, for changes
+// several hub nodes may notice at once (the stream keeps the first).
+func NewEventWithID(id, typ string, at time.Time, data any) (Event, error) {
+	ev, err := NewEvent(typ, at, data)
+	ev.ID = id
+	return ev, err
+}
+
 // NewEvent builds an event with a fresh idempotency key.
 func NewEvent(typ string, at time.Time, data any) (Event, error) {
 	b, err := json.Marshal(data)
@@ -87,4 +95,5 @@ type messagePosted struct {
 	Mentions   []Mention `json:"mentions,omitempty"`
 	Parts      []Part    `json:"parts,omitempty"`
 	TurnID     string    `json:"turnId,omitempty"`
+	Kind       string    `json:"kind,omitempty"`
 }

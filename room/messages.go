@@ -20,6 +20,7 @@ type Message struct {
 	Mentions   []Mention `json:"mentions"`
 	Parts      []Part    `json:"parts"`
 	TurnID     string    `json:"turnId,omitempty"`
+	Kind       string    `json:"kind,omitempty"` // "" chat, "tool", "progress"
 	CreatedAt  time.Time `json:"createdAt"`
 }
 
@@ -56,14 +57,14 @@ func (s *Service) Post(ctx context.Context, actor *User, roomName, text string) 
 
 // PostAs stores a message from an agent or the system (no membership check:
 // the caller is the hub, acting for a bridge whose agent is in the room).
-func (s *Service) PostAs(ctx context.Context, authorKind, author, roomName, text, turnID string) (*Message, error) {
+func (s *Service) PostAs(ctx context.Context, authorKind, author, roomName, text, turnID, kind string) (*Message, error) {
 	if len(text) > MaxMessageBytes {
 		text = text[:MaxMessageBytes-64] + "\n… (truncated)"
 		for !utf8.ValidString(text) {
 			text = text[:len(text)-1]
 		}
 	}
-	seq, err := s.append(ctx, EvMessagePosted, messagePosted{Room: roomName, AuthorKind: authorKind, Author: author, Text: text, TurnID: turnID})
+	seq, err := s.append(ctx, EvMessagePosted, messagePosted{Room: roomName, AuthorKind: authorKind, Author: author, Text: text, TurnID: turnID, Kind: kind})
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +73,7 @@ func (s *Service) PostAs(ctx context.Context, authorKind, author, roomName, text
 
 // MessageByID reads one message.
 func (s *Service) MessageByID(ctx context.Context, id int64) (*Message, error) {
-	ms, err := s.queryMessages(ctx, `SELECT m.id, r.name, m.author_kind, m.author, m.text, m.mentions, m.parts, m.turn_id, m.created_at
+	ms, err := s.queryMessages(ctx, `SELECT m.id, r.name, m.author_kind, m.author, m.text, m.mentions, m.parts, m.turn_id, m.kind, m.created_at
 		FROM messages m JOIN rooms r ON r.id = m.room_id WHERE m.id = ?`, id)
 	if err != nil {
 		return nil, err
@@ -99,7 +100,7 @@ func (s *Service) History(ctx context.Context, actor *User, roomName string, aft
 	if after < 0 || before < 0 {
 		return nil, wh.Errorf(wh.EInvalid, "after and before must be message ids (>= 0)")
 	}
-	base := `SELECT m.id, r.name, m.author_kind, m.author, m.text, m.mentions, m.parts, m.turn_id, m.created_at
+	base := `SELECT m.id, r.name, m.author_kind, m.author, m.text, m.mentions, m.parts, m.turn_id, m.kind, m.created_at
 		FROM messages m JOIN rooms r ON r.id = m.room_id WHERE m.room_id = ?`
 	var ms []Message
 	switch {
@@ -137,7 +138,7 @@ func (s *Service) queryMessages(ctx context.Context, q string, args ...any) ([]M
 	for rows.Next() {
 		var m Message
 		var mentions, parts, at string
-		if err := rows.Scan(&m.ID, &m.Room, &m.AuthorKind, &m.Author, &m.Text, &mentions, &parts, &m.TurnID, &at); err != nil {
+		if err := rows.Scan(&m.ID, &m.Room, &m.AuthorKind, &m.Author, &m.Text, &mentions, &parts, &m.TurnID, &m.Kind, &at); err != nil {
 			return nil, wh.Wrap(err, "read messages")
 		}
 		json.Unmarshal([]byte(mentions), &m.Mentions)

@@ -174,7 +174,7 @@ func dmPeers(name, me string) []string {
 	var out []string
 	for _, p := range strings.Split(strings.TrimPrefix(name, "dm:"), ":") {
 		if p != me {
-			out = append(out, p)
+			out = append(out, strings.Replace(p, "+", "/", 1))
 		}
 	}
 	if len(out) == 0 {

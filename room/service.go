@@ -62,6 +62,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s := &Service{db: db, now: cfg.Now, logger: cfg.Logger, appliers: map[string]applier{}}
 	s.registerCoreAppliers()
+	s.registerAgentAppliers()
 	s.Log = newLog(cfg.JS, db, s.applyEvent, cfg.Logger, cfg.Replicas)
 	return s, nil
 }
@@ -90,9 +91,15 @@ func (s *Service) append(ctx context.Context, typ string, data any) (uint64, err
 	return s.Log.Append(ctx, ev)
 }
 
-// Append lets other hub packages append their own events.
-func (s *Service) Append(ctx context.Context, typ string, data any) (uint64, error) {
-	return s.append(ctx, typ, data)
+// SetAgentStatusOnce records an agent's state under an idempotency key, so
+// that several hub nodes noticing the same change record it once.
+func (s *Service) SetAgentStatusOnce(ctx context.Context, key, handle, status, turnID, turnRoom string, steeredBy []string) error {
+	ev, err := NewEventWithID(key, EvAgentStatus, s.now(), agentStatus{Handle: handle, Status: status, TurnID: turnID, TurnRoom: turnRoom, SteeredBy: steeredBy})
+	if err != nil {
+		return wh.Wrap(err, "encode status")
+	}
+	_, err = s.Log.Append(ctx, ev)
+	return err
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)

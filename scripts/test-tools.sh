@@ -15,8 +15,8 @@ log() { printf 'test-tools: %s\n' "$*" >&2; }
 if ! command -v chromium >/dev/null 2>&1; then
   log "installing chromium from Debian packages"
   if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
-  $SUDO apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >&2
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq -o Dpkg::Use-Pty=0 chromium >/dev/null
 fi
 
 npm_pkg() { # dir package version

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/room"
@@ -94,7 +95,7 @@ func (s *Server) deleteMember(w http.ResponseWriter, r *http.Request, u *room.Us
 		return err
 	}
 	if s.agents != nil {
-		s.agents.MemberLeft(r.Context(), roomName, user)
+		s.agents.MemberLeft(r.Context(), roomName, strings.TrimPrefix(strings.ToLower(user), "@"))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -112,8 +113,8 @@ func (s *Server) postDM(w http.ResponseWriter, r *http.Request, u *room.User) er
 	}
 	var rm *room.Room
 	var err error
-	if s.agents != nil && isAgentHandle(in.With) {
-		rm, err = s.agents.OpenAgentDM(r.Context(), u, in.With)
+	if isAgentHandle(in.With) {
+		rm, err = s.rooms.OpenAgentDM(r.Context(), u, in.With)
 	} else {
 		rm, err = s.rooms.OpenDM(r.Context(), u, in.With)
 	}
@@ -156,10 +157,15 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, u *room.Use
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"messages": ms}
-	if s.agents != nil {
-		out["receipts"] = s.agents.ReceiptsFor(r.Context(), u, ms)
+	ids := make([]int64, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
 	}
+	rs, err := s.rooms.ReceiptsFor(r.Context(), ids)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"messages": ms, "receipts": rs}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -167,6 +173,9 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, u *room.Use
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *room.User) error {
 	var in struct {
 		Text string `json:"text"`
+		// Turns names, per agent handle, the turn the sender saw running: a
+		// steer meant for it never lands in another turn.
+		Turns map[string]string `json:"turns"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -178,7 +187,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *room.Use
 	s.metrics.posts.Inc()
 	out := map[string]any{"message": m}
 	if s.agents != nil && hasAgentMention(m) {
-		out["receipts"] = s.agents.Deliver(r.Context(), u, m)
+		out["receipts"] = s.agents.Deliver(r.Context(), u, m, in.Turns)
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil

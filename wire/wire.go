@@ -16,15 +16,39 @@ const Version = 1
 //	wh.hub.<bridgeID>.<kind>      bridge → hub (announce, heartbeat, receipt, turn, output, approval)
 //	_INBOX.<bridgeID>.>           replies to a bridge's own requests
 const (
-	KindSteer     = "steer"     // Steer, request/reply: answer is Receipt
-	KindControl   = "control"   // Control (interrupt, policy), request/reply: answer is Ack
-	KindDecision  = "decision"  // Decision on an approval, request/reply: answer is Ack
-	KindAnnounce  = "announce"  // Announce, request/reply: answer is Ack
-	KindHeartbeat = "heartbeat" // Heartbeat, publish
-	KindReceipt   = "receipt"   // Receipt (asynchronous: queued → delivered/expired), publish
-	KindTurn      = "turn"      // TurnEvent, publish
-	KindApproval  = "approval"  // ApprovalRequest, request/reply: answer is Ack (with approval id)
+	KindSteer          = "steer"          // Steer, request/reply: answer is Receipt
+	KindControl        = "control"        // Control (interrupt, policy), request/reply: answer is Ack
+	KindDecision       = "decision"       // Decision on an approval, request/reply: answer is Ack
+	KindAnnounce       = "announce"       // Announce, request/reply: answer is Ack
+	KindHeartbeat      = "heartbeat"      // Heartbeat, publish
+	KindReceipt        = "receipt"        // Receipt (asynchronous: queued → delivered/expired), publish
+	KindTurn           = "turn"           // TurnEvent, publish
+	KindApproval       = "approval"       // ApprovalRequest, request/reply: answer is Ack
+	KindApprovalUpdate = "approvalupdate" // ApprovalUpdate (decided on the bridge, expired), publish
+	KindInvitations    = "invitations"    // InvitationsRequest, request/reply: answer is InvitationsReply
 )
+
+// InvitationsRequest lists (Decide empty) or answers the owner's pending
+// invitations from the bridge machine.
+type InvitationsRequest struct {
+	Decide string `json:"decide,omitempty"` // "accept" or "decline"
+	ID     int64  `json:"id,omitempty"`
+}
+
+// Invitation is a request to add one of the owner's agents to a room.
+type Invitation struct {
+	ID          int64  `json:"id"`
+	Room        string `json:"room"`
+	Agent       string `json:"agent"`
+	RequestedBy string `json:"requestedBy"`
+	Status      string `json:"status"`
+}
+
+// InvitationsReply answers an InvitationsRequest.
+type InvitationsReply struct {
+	Ack
+	Invitations []Invitation `json:"invitations,omitempty"`
+}
 
 // ToBridge is the subject the hub uses to send kind to bridge id.
 func ToBridge(bridgeID, kind string) string { return fmt.Sprintf("wh.bridge.%s.%s", bridgeID, kind) }
@@ -146,12 +170,14 @@ type Receipt struct {
 
 // AgentInfo is how a bridge describes one agent.
 type AgentInfo struct {
-	Name     string `json:"name"`
-	Harness  string `json:"harness"`
-	CanSteer bool   `json:"canSteer"`
-	Status   string `json:"status"` // idle, working, needs-approval, failed
-	TurnID   string `json:"turnId,omitempty"`
-	Policy   Policy `json:"policy"`
+	Name      string   `json:"name"`
+	Harness   string   `json:"harness"`
+	CanSteer  bool     `json:"canSteer"`
+	Status    string   `json:"status"` // idle, working, needs-approval, failed
+	TurnID    string   `json:"turnId,omitempty"`
+	TurnRoom  string   `json:"turnRoom,omitempty"`  // room the running turn was started from
+	SteeredBy []string `json:"steeredBy,omitempty"` // senders whose steers reached the running turn
+	Policy    Policy   `json:"policy"`
 }
 
 // Agent statuses.
@@ -167,6 +193,15 @@ const (
 type Announce struct {
 	Version int         `json:"version"`
 	Agents  []AgentInfo `json:"agents"`
+}
+
+// AnnounceAck answers an Announce with the owner the hub knows for this
+// bridge and each agent's effective policy (the owner may have changed it in
+// the hub since the config was written).
+type AnnounceAck struct {
+	Ack
+	Owner    string            `json:"owner"`
+	Policies map[string]Policy `json:"policies,omitempty"`
 }
 
 // Heartbeat is published every HeartbeatInterval with current agent states.
@@ -236,6 +271,26 @@ type Decision struct {
 	By          string `json:"by"`
 	Reason      string `json:"reason,omitempty"`
 }
+
+// ApprovalUpdate reports an approval decided or ended on the bridge itself:
+// by the owner's local CLI, or by expiry.
+type ApprovalUpdate struct {
+	ApprovalID  string `json:"approvalId"`
+	Agent       string `json:"agent"`
+	Status      string `json:"status"` // approved, denied, expired, voided
+	By          string `json:"by,omitempty"`
+	PayloadHash string `json:"payloadHash,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+// Approval states.
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalDenied   = "denied"
+	ApprovalExpired  = "expired"
+	ApprovalVoided   = "voided"
+)
 
 // Ack answers a request.
 type Ack struct {

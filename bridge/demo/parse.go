@@ -19,8 +19,13 @@ var deleteRE = regexp.MustCompile(`(?i)\b(?:delete|remove|rm)\s+(?:-[a-z]+\s+)*(
 // headerRE matches an envelope header line such as "From: @alice".
 var headerRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9 _-]{0,30}:(\s|$)`)
 
-// unfenced returns the lines of text outside ``` fences.
+// unfenced returns the sender's own lines: inside a Wheelhouse envelope
+// (authz.Envelope) the "| "-prefixed lines outside DATA fences, with
+// leading @mentions dropped; in plain text the lines outside ``` fences.
 func unfenced(text string) []string {
+	if strings.Contains(text, "=== Wheelhouse message ") {
+		return envelopeLines(text)
+	}
 	var out []string
 	inFence := false
 	for line := range strings.Lines(text) {
@@ -97,4 +102,27 @@ func shorten(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+var leadingMentions = regexp.MustCompile(`^(?:@[A-Za-z0-9_./-]+[,:]?\s*)+`)
+
+func envelopeLines(text string) []string {
+	var out []string
+	inData := false
+	for line := range strings.Lines(text) {
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case strings.HasPrefix(line, "<<<DATA-"):
+			inData = true
+		case strings.HasPrefix(line, "DATA-") && strings.HasSuffix(line, ">>>"):
+			inData = false
+		case !inData && strings.HasPrefix(line, "| "):
+			l := strings.TrimPrefix(line, "| ")
+			if strings.HasPrefix(strings.TrimSpace(l), "```") {
+				continue
+			}
+			out = append(out, leadingMentions.ReplaceAllString(l, ""))
+		}
+	}
+	return out
 }

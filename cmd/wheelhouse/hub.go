@@ -45,10 +45,15 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 	}
 }
 
-func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func hubFlagSet(stderr io.Writer) (*flag.FlagSet, *hubFlags) {
 	fs := newFlags("hub", "hub --data DIR [--http ADDR] [--nats ADDR | --nats-url URL] [--replicas N]", stderr)
 	var f hubFlags
 	f.register(fs, "", hub.DefaultHTTPAddr)
+	return fs, &f
+}
+
+func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, f := hubFlagSet(stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

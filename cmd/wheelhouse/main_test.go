@@ -118,4 +118,3 @@ func TestHubFlagsFromEnvironment(t *testing.T) {
 		t.Fatalf("flag must beat the environment: %q %v", f.http, err)
 	}
 }
-

@@ -14,7 +14,6 @@ func notYet(name string) func(context.Context, []string, io.Writer, io.Writer) e
 }
 
 var (
-	runBridge    = notYet("bridge")
 	runApprovals = notYet("approvals")
 	runApprove   = notYet("approve")
 	runDeny      = notYet("deny")

@@ -2,17 +2,24 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/hub"
+	"github.com/wheelhouse-dev/wheelhouse/local"
 )
 
-func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func upFlagSet(stderr io.Writer) (*flag.FlagSet, *hubFlags) {
 	fs := newFlags("up", "up [--data DIR] [--http ADDR]", stderr)
 	var f hubFlags
 	f.register(fs, defaultDataDir(), "127.0.0.1:8080")
+	return fs, &f
+}
+
+func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, f := upFlagSet(stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -20,7 +27,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if f.nats == hub.DefaultNATSAddr {
 		cfg.NATSAddr = "127.0.0.1:0" // the local bridge is in-process: any free port will do
 	}
-	u, err := hub.Up(ctx, hub.UpConfig{Hub: cfg})
+	u, err := local.Up(ctx, local.Config{Hub: cfg, Out: stdout})
 	if err != nil {
 		return err
 	}
@@ -30,7 +37,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "Log in as %q with the password printed on the first run (saved in %s).\n", u.Admin, u.PasswordFile)
 	}
-	fmt.Fprintf(stdout, "Data: %s — stop with Ctrl-C.\n\n", cfg.DataDir)
+	fmt.Fprintf(stdout, "The demo agent @%s/demo is in #general: try \"@%s/demo list the files\". Data: %s — stop with Ctrl-C.\n\n", u.Admin, u.Admin, cfg.DataDir)
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "shutting down…")
 	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

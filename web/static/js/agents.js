@@ -7,6 +7,7 @@ import { h, append, clear, avatar, toast, shortTurn } from './dom.js';
 import { state, on, emit, isMine } from './store.js';
 import { policyForm, policySummary } from './policy.js';
 import { statusWord } from './mentions.js';
+import { confirmDialog } from './dialog.js';
 import { openTimeline } from './timeline.js';
 import { invitationRow } from './invitations.js';
 
@@ -48,7 +49,7 @@ function render() {
   const el = panel();
   const room = state.current;
   if (drawnRoom !== room) { clear(el); rows = new Map(); drawnRoom = room; }
-  if (!room) { clear(el); rows = new Map(); return; }
+  if (!room) { clear(el).append(h('p', { class: 'panel-note' }, 'Open a room to see its agents.')); rows = new Map(); return; }
   if (state.features.agents === false) {
     clear(el);
     rows = new Map();
@@ -98,7 +99,7 @@ function buildRow(a) {
     const remove = h('button', {
       type: 'button', class: 'small-button remove-agent',
       onclick: async () => {
-        if (!confirm(`Remove @${a.handle} from this room?`)) return;
+        if (!(await confirmDialog(`Remove @${a.handle} from this room?`, 'Remove'))) return;
         try { await api.removeAgent(state.current, a.handle); await loadRoomAgents(state.current); }
         catch (ex) { toast(ex.message, 'error'); }
       },

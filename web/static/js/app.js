@@ -105,10 +105,11 @@ async function refreshRooms() {
 const refreshRoomsSoon = debounce(refreshRooms, 250);
 
 async function loadMembers(room) {
+  if (!state.rooms.has(room)) return;
   try { state.members.set(room, await api.members(room)); } catch { /* autocomplete falls back to all users */ }
 }
 const reloadMembersSoon = debounce((room) => loadMembers(room), 250);
-const reloadAgentsSoon = debounce((room) => loadRoomAgents(room), 400);
+const reloadAgentsSoon = debounce((room) => { if (state.rooms.has(room)) loadRoomAgents(room); }, 400);
 
 function go(name) {
   const target = name ? roomHref(name) : '#/';

@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { h, clear } from './dom.js';
-import { state, on, logFor, mergeReceipt, emit } from './store.js';
+import { state, on, logFor, mergeReceipt, emit, roomLabel } from './store.js';
 import { agentMentions } from './render/markdown.js';
 import { initMentions } from './mentions.js';
 import { setError } from './dialog.js';
@@ -63,7 +63,7 @@ export function showComposer(room) {
   if (!room) return;
   const r = state.rooms.get(room);
   ta.value = drafts.get(room) || '';
-  ta.placeholder = r ? `Message ${r.kind === 'dm' ? 'your DM' : '#' + r.name}` : 'Message';
+  ta.placeholder = r ? `Message ${roomLabel(r)}` : 'Message';
   sendBtn.disabled = !ta.value.trim();
   grow();
   renderHint();

@@ -57,3 +57,20 @@ export async function busy(form, fn) {
     form.removeAttribute('aria-busy');
   }
 }
+
+// confirmDialog(question, okLabel) → Promise<boolean>; #confirm-ok / #confirm-cancel.
+export function confirmDialog(question, okLabel = 'OK', danger = true) {
+  return new Promise((resolve) => {
+    let answer = false;
+    const ok = h('button', { id: 'confirm-ok', type: 'button', class: danger ? 'primary-button danger-fill' : 'primary-button' }, okLabel);
+    const cancel = h('button', { id: 'confirm-cancel', type: 'button', class: 'ghost-button' }, 'Cancel');
+    const dlg = openDialog({
+      id: 'confirm-dialog', title: question,
+      body: h('div', { class: 'dialog-actions' }, cancel, ok),
+      onClose: () => resolve(answer),
+    });
+    ok.addEventListener('click', () => { answer = true; dlg.close(); });
+    cancel.addEventListener('click', () => dlg.close());
+    ok.focus();
+  });
+}

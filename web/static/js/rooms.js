@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { h, clear, avatar, toast } from './dom.js';
-import { openDialog, field, errorLine, setError, busy } from './dialog.js';
+import { openDialog, field, errorLine, setError, busy, confirmDialog } from './dialog.js';
 import { state, isDM, roomLabel } from './store.js';
 import { actions } from './actions.js';
 
@@ -149,7 +149,7 @@ export async function openMembers() {
       h('button', {
         id: 'leave-room', type: 'button', class: 'ghost-button danger',
         onclick: async () => {
-          if (!confirm(`Leave #${roomName}?`)) return;
+          if (!(await confirmDialog(`Leave #${roomName}?`, 'Leave room'))) return;
           try { await api.removeMember(roomName, state.me.name); dlg.close(); await actions.refreshRooms(); actions.go(null); }
           catch (ex) { setError(err, ex.message); }
         },

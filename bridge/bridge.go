@@ -1,0 +1,316 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+// Factory builds a harness of one kind.
+type Factory func(Deps) (Harness, error)
+
+// Config configures a running bridge.
+type Config struct {
+	Creds     *Credentials
+	Agents    []AgentConfig
+	Harnesses map[string]Factory // by AgentConfig.Harness
+	// Out receives the human-readable live log: accepted and rejected
+	// steers, turns, approval requests.
+	Out io.Writer
+	// ControlSocket is the local socket for `wheelhouse approve` ("" = none).
+	ControlSocket string
+	Logger        *slog.Logger
+	Now           func() time.Time
+}
+
+// Bridge is the per-machine daemon.
+type Bridge struct {
+	cfg     Config
+	log     *slog.Logger
+	nc      *nats.Conn
+	agents  map[string]*runner
+	outMu   sync.Mutex
+	subs    []*nats.Subscription
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	control *controlServer
+}
+
+// New validates the config and builds the agents' harnesses (not started).
+func New(cfg Config) (*Bridge, error) {
+	if cfg.Creds == nil {
+		return nil, wh.Errorf(wh.EInvalid, "the bridge has no credentials: pair it first")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	b := &Bridge{cfg: cfg, log: cfg.Logger, agents: map[string]*runner{}, stop: make(chan struct{})}
+	for _, ac := range cfg.Agents {
+		f, ok := cfg.Harnesses[ac.Harness]
+		if !ok {
+			return nil, wh.Errorf(wh.EInvalid, "agent %q: unknown harness %q (known: %s)", ac.Name, ac.Harness, strings.Join(keys(cfg.Harnesses), ", "))
+		}
+		pol, err := ac.PolicyFile.Policy()
+		if err != nil {
+			return nil, err
+		}
+		ac.Policy = pol
+		r := newRunner(b, ac, pol)
+		h, err := f(Deps{Agent: ac, Gate: r.gate, Events: r.onEvent, Log: b.log.With("agent", ac.Name)})
+		if err != nil {
+			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
+		}
+		r.h = h
+		b.agents[ac.Name] = r
+	}
+	return b, nil
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// printf writes one line to the live log.
+func (b *Bridge) printf(format string, args ...any) {
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	fmt.Fprintf(b.cfg.Out, "%s  %s\n", b.cfg.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// Run connects to the hub, starts the agents and serves until ctx ends.
+func (b *Bridge) Run(ctx context.Context) error {
+	kp, err := nkeys.FromSeed([]byte(b.cfg.Creds.Seed))
+	if err != nil {
+		return wh.Errorf(wh.EInvalid, "the bridge credentials hold a bad key: pair again")
+	}
+	pub, _ := kp.PublicKey()
+	id := b.cfg.Creds.BridgeID
+	connected := make(chan struct{}, 1)
+	b.nc, err = nats.Connect(b.cfg.Creds.NATSURL,
+		nats.Name("wheelhouse-bridge-"+id),
+		nats.Nkey(pub, kp.Sign),
+		nats.CustomInboxPrefix(wire.InboxPrefix(id)),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500*time.Millisecond),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			b.printf("reconnected to the hub")
+			select {
+			case connected <- struct{}{}:
+			default:
+			}
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				b.printf("lost the hub connection: %v (retrying)", err)
+			}
+		}),
+	)
+	if err != nil {
+		if strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			return wh.Errorf(wh.EUnauthenticated, "the hub refused this bridge's key: it was revoked or never paired; pair again")
+		}
+		return wh.Errorf(wh.EUnavailable, "cannot connect to the hub's NATS at %s: %v", b.cfg.Creds.NATSURL, err)
+	}
+	defer b.nc.Close()
+	for kind, h := range map[string]nats.MsgHandler{wire.KindSteer: b.onSteer, wire.KindControl: b.onControl, wire.KindDecision: b.onDecision} {
+		s, err := b.nc.Subscribe(wire.ToBridge(id, kind), h)
+		if err != nil {
+			return wh.Wrap(err, "subscribe")
+		}
+		b.subs = append(b.subs, s)
+	}
+	for _, r := range b.agents {
+		if err := r.h.Start(ctx); err != nil {
+			r.setFailed(err.Error())
+			b.printf("@%s/%s failed to start: %v", b.cfg.Creds.Owner, r.cfg.Name, err)
+		} else {
+			b.printf("@%s/%s ready (%s)", b.cfg.Creds.Owner, r.cfg.Name, r.h.Kind())
+		}
+	}
+	if err := b.announce(ctx); err != nil {
+		b.closeAgents()
+		return err
+	}
+	if b.cfg.ControlSocket != "" {
+		b.control, err = startControl(b, b.cfg.ControlSocket)
+		if err != nil {
+			b.closeAgents()
+			return err
+		}
+		defer b.control.Close()
+	}
+	b.printf("connected to %s as bridge %s (owner @%s), %d agent(s)", b.cfg.Creds.Hub, id, b.cfg.Creds.Owner, len(b.agents))
+	t := time.NewTicker(wire.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		b.heartbeat()
+		select {
+		case <-ctx.Done():
+			b.shutdown()
+			return nil
+		case <-connected:
+			if err := b.announce(ctx); err != nil {
+				b.log.Warn("announce after reconnect failed", "err", err)
+			}
+		case <-t.C:
+		}
+	}
+}
+
+func (b *Bridge) shutdown() {
+	for _, s := range b.subs {
+		s.Unsubscribe()
+	}
+	close(b.stop)
+	b.closeAgents()
+	b.heartbeat()
+	b.nc.Flush()
+	b.wg.Wait()
+}
+
+func (b *Bridge) closeAgents() {
+	var wg sync.WaitGroup
+	for _, r := range b.agents {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.close() }()
+	}
+	wg.Wait()
+}
+
+func (b *Bridge) announce(ctx context.Context) error {
+	a := wire.Announce{Version: wire.Version}
+	for _, r := range b.agents {
+		a.Agents = append(a.Agents, r.info())
+	}
+	data, _ := json.Marshal(a)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	m, err := b.nc.RequestWithContext(rctx, wire.FromBridge(b.cfg.Creds.BridgeID, wire.KindAnnounce), data)
+	if err != nil {
+		return wh.Errorf(wh.EUnavailable, "the hub did not answer the announcement: %v", err)
+	}
+	var ack wire.AnnounceAck
+	if err := json.Unmarshal(m.Data, &ack); err != nil || !ack.OK {
+		return wh.Errorf(wh.EInvalid, "the hub refused this bridge's agents: %s", ack.Message)
+	}
+	if ack.Owner != b.cfg.Creds.Owner {
+		return wh.Errorf(wh.EInvalid, "the hub says this bridge belongs to @%s, the credentials say @%s: pair again", ack.Owner, b.cfg.Creds.Owner)
+	}
+	for name, p := range ack.Policies {
+		if r := b.agents[name]; r != nil {
+			r.setPolicy(p)
+		}
+	}
+	return nil
+}
+
+// heartbeat publishes every agent's state (also right after a change).
+func (b *Bridge) heartbeat() {
+	hb := wire.Heartbeat{At: b.cfg.Now().UTC()}
+	for _, r := range b.agents {
+		hb.Agents = append(hb.Agents, r.info())
+	}
+	b.publish(wire.KindHeartbeat, hb)
+}
+
+func (b *Bridge) publish(kind string, v any) {
+	data, _ := json.Marshal(v)
+	if err := b.nc.Publish(wire.FromBridge(b.cfg.Creds.BridgeID, kind), data); err != nil {
+		b.log.Warn("publish failed", "kind", kind, "err", err)
+	}
+}
+
+func respond(m *nats.Msg, v any) {
+	data, _ := json.Marshal(v)
+	m.Respond(data)
+}
+
+func (b *Bridge) onSteer(m *nats.Msg) {
+	var st wire.Steer
+	if err := json.Unmarshal(m.Data, &st); err != nil {
+		respond(m, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonNotAllowed, Detail: "the bridge could not read the steer"})
+		return
+	}
+	r := b.agents[st.Agent]
+	if r == nil {
+		respond(m, wire.Receipt{SteerID: st.ID, Agent: st.Agent, Status: wire.StatusRejected, Reason: wire.ReasonUnknownAgent, Detail: "this bridge has no agent " + st.Agent, At: b.cfg.Now()})
+		return
+	}
+	rc := r.steer(st)
+	rc.SteerID, rc.Agent, rc.At = st.ID, st.Agent, b.cfg.Now().UTC()
+	respond(m, rc)
+	b.heartbeat()
+}
+
+func (b *Bridge) onControl(m *nats.Msg) {
+	var c wire.Control
+	if err := json.Unmarshal(m.Data, &c); err != nil {
+		respond(m, wire.Ack{Code: wh.EInvalid, Message: "undecodable control"})
+		return
+	}
+	r := b.agents[c.Agent]
+	if r == nil {
+		respond(m, wire.Ack{Code: wh.ENotFound, Message: "no agent " + c.Agent})
+		return
+	}
+	if c.By != b.cfg.Creds.Owner {
+		respond(m, wire.Ack{Code: wh.EForbidden, Message: "only the owner controls this agent"})
+		return
+	}
+	switch c.Action {
+	case "interrupt":
+		if err := r.interrupt(c.By); err != nil {
+			respond(m, wire.Ack{Code: wh.EConflict, Message: err.Error()})
+			return
+		}
+	case "policy":
+		if c.Policy != nil {
+			r.setPolicy(*c.Policy)
+			b.printf("@%s/%s policy changed by @%s", b.cfg.Creds.Owner, r.cfg.Name, c.By)
+		}
+	default:
+		respond(m, wire.Ack{Code: wh.EInvalid, Message: "unknown action " + c.Action})
+		return
+	}
+	respond(m, wire.Ack{OK: true})
+}
+
+func (b *Bridge) onDecision(m *nats.Msg) {
+	var d wire.Decision
+	if err := json.Unmarshal(m.Data, &d); err != nil {
+		respond(m, wire.Ack{Code: wh.EInvalid, Message: "undecodable decision"})
+		return
+	}
+	r := b.agents[d.Agent]
+	if r == nil {
+		b.log.Warn("decision for an unknown agent refused", "agent", d.Agent, "approval", d.ApprovalID)
+		respond(m, wire.Ack{Code: wh.ENotFound, Message: "no agent " + d.Agent})
+		return
+	}
+	if err := r.gate.decide(d, false); err != nil {
+		respond(m, wire.Ack{Code: wh.ErrorCode(err), Message: wh.ErrorMessage(err)})
+		return
+	}
+	respond(m, wire.Ack{OK: true})
+}

@@ -1,0 +1,248 @@
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+// gate is one agent's approval gate. It asks the owner through the hub (or
+// the local CLI), and hands the harness a grant bound to the payload hash
+// the owner decided on; the grant is redeemed once, against the call that
+// is actually about to run.
+type gate struct {
+	r       *runner
+	mu      sync.Mutex
+	pending map[string]*pendingApproval
+}
+
+type pendingApproval struct {
+	req     wire.ApprovalRequest
+	hash    string
+	decided chan wire.Decision
+	once    sync.Once
+}
+
+func newGate(r *runner) *gate { return &gate{r: r, pending: map[string]*pendingApproval{}} }
+
+func (g *gate) pendingCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.pending)
+}
+
+// Pending lists the requests waiting for the owner (for the local CLI).
+func (g *gate) list() []wire.ApprovalRequest {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []wire.ApprovalRequest
+	for _, p := range g.pending {
+		out = append(out, p.req)
+	}
+	return out
+}
+
+// grant is a decided approval, good for exactly one matching call.
+type grant struct {
+	hash string
+	mu   sync.Mutex
+	used bool
+	log  func(string, ...any)
+}
+
+func (gr *grant) Redeem(call ToolCall) error {
+	h, _, err := authz.PayloadHash(call.Tool, call.Args)
+	if err != nil {
+		return fmt.Errorf("cannot hash the call: %w", err)
+	}
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	if gr.used {
+		return errors.New("this approval was already used")
+	}
+	if h != gr.hash {
+		gr.log("refused to run a call that differs from what the owner approved (approved %s, about to run %s)", short(gr.hash), short(h))
+		return fmt.Errorf("the call differs from what the owner approved (approved %s, now %s)", short(gr.hash), short(h))
+	}
+	gr.used = true
+	return nil
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func newApprovalID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "a" + hex.EncodeToString(b)
+}
+
+// Ask implements Gate.
+func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
+	r := g.r
+	hash, canonical, err := authz.PayloadHash(ask.Call.Tool, ask.Call.Args)
+	if err != nil {
+		return nil, fmt.Errorf("cannot hash the call, so it cannot be approved: %w", err)
+	}
+	pol := r.getPolicy()
+	r.mu.Lock()
+	steeredBy, room := slices.Clone(r.steeredBy), r.turnRoom
+	r.mu.Unlock()
+	owner := r.b.cfg.Creds.Owner
+	tainted := authz.Tainted(owner, steeredBy)
+	logf := func(format string, args ...any) { r.b.printf("%s: "+format, append([]any{r.handle()}, args...)...) }
+	if !authz.NeedsOwnerDecision(tainted, ask.Call.Tool, pol.AutoApprove) {
+		logf("auto-approved %s (owner's setting; turn steered only by the owner)", ask.Call.Tool)
+		return &grant{hash: hash, log: logf}, nil
+	}
+	ttl := pol.ApprovalTTL.D()
+	if ttl <= 0 {
+		ttl = wire.DefaultPolicy().ApprovalTTL.D()
+	}
+	req := wire.ApprovalRequest{ID: newApprovalID(), Agent: r.cfg.Name, TurnID: ask.TurnID, Tool: ask.Call.Tool, Summary: ask.Summary, Diff: ask.Diff,
+		PayloadHash: hash, Payload: string(canonical), SteeredBy: steeredBy, Tainted: tainted, Room: room, Expires: r.b.cfg.Now().Add(ttl).UTC()}
+	p := &pendingApproval{req: req, hash: hash, decided: make(chan wire.Decision, 1)}
+	g.mu.Lock()
+	g.pending[req.ID] = p
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.pending, req.ID)
+		g.mu.Unlock()
+		r.b.heartbeat()
+	}()
+
+	data, _ := json.Marshal(req)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	m, err := r.b.nc.RequestWithContext(rctx, wire.FromBridge(r.b.cfg.Creds.BridgeID, wire.KindApproval), data)
+	cancel()
+	var ack wire.Ack
+	if err == nil {
+		json.Unmarshal(m.Data, &ack)
+	}
+	if err != nil || !ack.OK {
+		logf("could not reach the hub for approval of %s; denied (the local CLI can still decide): %v %s", ask.Call.Tool, err, ack.Message)
+	}
+	taint := ""
+	if tainted {
+		taint = " [tainted: steered by @" + strings.Join(steeredBy, ", @") + "]"
+	}
+	logf("approval needed %s: %s — hash %s%s. Decide in the browser or: wheelhouse approve %s --hash %s", req.ID, oneLine(ask.Summary), short(hash), taint, req.ID, hash)
+	r.b.heartbeat()
+
+	t := time.NewTimer(time.Until(req.Expires))
+	defer t.Stop()
+	select {
+	case d := <-p.decided:
+		if d.Decision == "approve" {
+			logf("approved %s by @%s", req.ID, d.By)
+			return &grant{hash: hash, log: logf}, nil
+		}
+		why := "denied by @" + d.By
+		if d.Reason != "" {
+			why = "voided: " + d.Reason
+		}
+		logf("%s %s", req.ID, why)
+		return nil, errors.New(why)
+	case <-t.C:
+		logf("%s expired — denied", req.ID)
+		r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: req.ID, Agent: r.cfg.Name, Status: wire.ApprovalExpired, Reason: "not decided in time"})
+		return nil, errors.New("the owner did not decide in time (expired — denied)")
+	case <-ctx.Done():
+		r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: req.ID, Agent: r.cfg.Name, Status: wire.ApprovalVoided, Reason: "the agent withdrew the request"})
+		return nil, ctx.Err()
+	}
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+// decide delivers an owner decision to a waiting request. local means it
+// came from the local CLI (and must be reported to the hub).
+func (g *gate) decide(d wire.Decision, local bool) error {
+	g.mu.Lock()
+	p := g.pending[d.ApprovalID]
+	g.mu.Unlock()
+	owner := g.r.b.cfg.Creds.Owner
+	if p == nil {
+		g.r.b.log.Warn("refused a decision for an approval this bridge is not waiting on", "approval", d.ApprovalID, "by", d.By)
+		return &wh.Error{Code: wh.ENotFound, Message: "this bridge is not waiting on approval " + d.ApprovalID + " (decided, expired, or never asked)"}
+	}
+	system := d.By == "wheelhouse" && d.Decision == "deny" && !local // the hub voiding a request
+	if !system {
+		if dd := authz.MayDecideApproval(d.By, owner); !dd.Allow {
+			g.r.b.log.Warn("refused a decision from someone other than the owner", "approval", d.ApprovalID, "by", d.By)
+			return &wh.Error{Code: wh.EForbidden, Message: dd.Message, Reason: dd.Reason}
+		}
+		if !strings.EqualFold(d.PayloadHash, p.hash) {
+			g.r.b.log.Warn("refused a decision for another payload", "approval", d.ApprovalID, "hash", d.PayloadHash)
+			return &wh.Error{Code: wh.EConflict, Message: "the hash does not match the call waiting for approval", Reason: authz.ReasonHashMismatch}
+		}
+	}
+	sent := false
+	p.once.Do(func() { p.decided <- d; sent = true })
+	if !sent {
+		return &wh.Error{Code: wh.EConflict, Message: "this request was already decided", Reason: authz.ReasonAlreadyDecided}
+	}
+	if local {
+		status := wire.ApprovalApproved
+		if d.Decision != "approve" {
+			status = wire.ApprovalDenied
+		}
+		g.r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: d.ApprovalID, Agent: g.r.cfg.Name, Status: status, By: d.By, PayloadHash: d.PayloadHash})
+	}
+	return nil
+}
+
+// turnEnded denies what is still waiting from a finished turn.
+func (g *gate) turnEnded(turn string) {
+	g.mu.Lock()
+	var ps []*pendingApproval
+	for _, p := range g.pending {
+		if p.req.TurnID == turn {
+			ps = append(ps, p)
+		}
+	}
+	g.mu.Unlock()
+	for _, p := range ps {
+		p.once.Do(func() {
+			p.decided <- wire.Decision{Decision: "deny", By: "wheelhouse", Reason: "the turn ended"}
+			g.r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: p.req.ID, Agent: g.r.cfg.Name, Status: wire.ApprovalVoided, Reason: "the turn ended before a decision"})
+		})
+	}
+}
+
+func (g *gate) closeAll() {
+	g.mu.Lock()
+	ps := make([]*pendingApproval, 0, len(g.pending))
+	for _, p := range g.pending {
+		ps = append(ps, p)
+	}
+	g.mu.Unlock()
+	for _, p := range ps {
+		p.once.Do(func() {
+			p.decided <- wire.Decision{Decision: "deny", By: "wheelhouse", Reason: "the bridge is shutting down"}
+			g.r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: p.req.ID, Agent: g.r.cfg.Name, Status: wire.ApprovalVoided, Reason: "the bridge shut down"})
+		})
+	}
+}

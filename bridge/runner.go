@@ -1,0 +1,352 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/authz"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+// runner is one agent's delivery state machine: it re-checks each steer,
+// then starts a turn, steers the running one, or queues a follow-up.
+type runner struct {
+	b    *Bridge
+	cfg  AgentConfig
+	h    Harness
+	gate *gate
+
+	op sync.Mutex // serializes steers and turn starts
+
+	mu        sync.Mutex
+	policy    wire.Policy
+	status    string
+	failure   string
+	turnID    string
+	turnRoom  string
+	steeredBy []string
+	steers    int
+	lastEnded string
+	endedAt   time.Time
+	queue     []queuedSteer
+	closed    bool
+}
+
+type queuedSteer struct {
+	st      wire.Steer
+	in      Input
+	expires time.Time
+	timer   *time.Timer
+}
+
+func newRunner(b *Bridge, ac AgentConfig, p wire.Policy) *runner {
+	r := &runner{b: b, cfg: ac, policy: p, status: wire.AgentIdle}
+	r.gate = newGate(r)
+	return r
+}
+
+func (r *runner) handle() string { return "@" + r.b.cfg.Creds.Owner + "/" + r.cfg.Name }
+
+func (r *runner) info() wire.AgentInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.status
+	if st == wire.AgentWorking && r.gate.pendingCount() > 0 {
+		st = wire.AgentNeedsApproval
+	}
+	return wire.AgentInfo{Name: r.cfg.Name, Harness: r.kind(), CanSteer: r.h != nil && r.h.CanSteer(), Status: st,
+		TurnID: r.turnID, TurnRoom: r.turnRoom, SteeredBy: slices.Clone(r.steeredBy), Policy: r.policy}
+}
+
+func (r *runner) kind() string {
+	if r.h != nil {
+		return r.h.Kind()
+	}
+	return r.cfg.Harness
+}
+
+func (r *runner) setPolicy(p wire.Policy) {
+	r.mu.Lock()
+	r.policy = p
+	r.mu.Unlock()
+}
+
+func (r *runner) getPolicy() wire.Policy {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.policy
+}
+
+func (r *runner) setFailed(reason string) {
+	r.mu.Lock()
+	r.status, r.failure = wire.AgentFailed, reason
+	r.mu.Unlock()
+}
+
+func reject(reason, detail string) wire.Receipt {
+	return wire.Receipt{Status: wire.StatusRejected, Reason: reason, Detail: detail}
+}
+
+// steer re-checks and delivers one steer; it returns the receipt.
+func (r *runner) steer(st wire.Steer) wire.Receipt {
+	pol := r.getPolicy()
+	d := authz.BridgeAccepts(authz.BridgeCheck{Owner: r.b.cfg.Creds.Owner, SteerOwner: st.Owner, Sender: st.Sender,
+		SenderIsOwner: st.SenderIsOwner, SenderIsAgent: st.SenderIsAgent, Address: pol.Address, Allowed: pol.Allowed,
+		Stop: st.Stop, SentAt: st.SentAt, Now: r.b.cfg.Now(), MaxAge: pol.MaxAge.D()})
+	if !d.Allow {
+		r.b.printf("rejected %s from @%s in %s: %s (%s)", r.handle(), st.Sender, st.Room, d.Reason, d.Message)
+		return reject(d.Reason, d.Message)
+	}
+	if st.Stop {
+		if err := r.interrupt(st.Sender); err != nil {
+			return reject(wire.ReasonTurnEnded, err.Error())
+		}
+		return wire.Receipt{Status: wire.StatusSteered, Detail: "stopped the running turn"}
+	}
+	in := Input{Text: authz.Envelope(provenance(st)), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner}
+
+	r.op.Lock()
+	defer r.op.Unlock()
+	r.mu.Lock()
+	status, turn, steers := r.status, r.turnID, r.steers
+	r.mu.Unlock()
+	if status == wire.AgentFailed {
+		return reject(wire.ReasonAgentFailed, "the agent is not running: "+r.failure)
+	}
+	busy := turn != ""
+	if st.ExpectedTurn != "" {
+		switch {
+		case busy && st.ExpectedTurn != turn:
+			r.b.printf("rejected steer from @%s: it was meant for turn %s, but %s is running", st.Sender, st.ExpectedTurn, turn)
+			return reject(wire.ReasonStaleTurn, fmt.Sprintf("turn %s ended; %s is running now — send again to steer it", st.ExpectedTurn, turn))
+		case !busy && !pol.StartOnEnded:
+			return reject(wire.ReasonTurnEnded, fmt.Sprintf("turn %s has ended and @%s's policy does not start a new turn for it", st.ExpectedTurn, r.cfg.Name))
+		}
+	}
+	mode := authz.SteerMode(authz.ModeCheck{Busy: busy, CanSteer: r.h.CanSteer(), SteeringEnabled: pol.Steering, SteersThisTurn: steers, MaxSteers: pol.MaxSteers})
+	switch mode.Action {
+	case authz.ActionStart:
+		return r.start(st, in)
+	case authz.ActionSteer:
+		err := r.h.Steer(context.Background(), turn, in)
+		switch {
+		case err == nil:
+			r.mu.Lock()
+			r.steers++
+			if !slices.Contains(r.steeredBy, st.Sender) {
+				r.steeredBy = append(r.steeredBy, st.Sender)
+			}
+			r.mu.Unlock()
+			r.b.printf("steered %s turn %s with @%s's message from %s", r.handle(), turn, st.Sender, st.Room)
+			return wire.Receipt{Status: wire.StatusSteered, TurnID: turn}
+		case errors.Is(err, ErrStaleTurn):
+			r.b.printf("rejected steer from @%s: turn %s is stale", st.Sender, turn)
+			return reject(wire.ReasonStaleTurn, "the turn changed before the message arrived; send again")
+		case errors.Is(err, ErrNoActiveTurn):
+			if !pol.StartOnEnded {
+				return reject(wire.ReasonTurnEnded, "the turn ended before the message arrived")
+			}
+			r.clearTurn(turn, "completed")
+			return r.start(st, in)
+		default:
+			return reject(wire.ReasonAgentFailed, err.Error())
+		}
+	case authz.ActionQueue:
+		return r.enqueue(st, in, pol)
+	default:
+		return reject(mode.Reason, mode.Message)
+	}
+}
+
+func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
+	r.mu.Lock()
+	r.turnRoom, r.steeredBy, r.steers = st.Room, []string{st.Sender}, 1
+	r.mu.Unlock()
+	id, err := r.h.StartTurn(context.Background(), in)
+	if errors.Is(err, ErrBusy) {
+		return r.enqueue(st, in, r.getPolicy())
+	}
+	if err != nil {
+		r.mu.Lock()
+		r.turnRoom, r.steeredBy, r.steers = "", nil, 0
+		r.mu.Unlock()
+		return reject(wire.ReasonAgentFailed, "the agent could not start a turn: "+err.Error())
+	}
+	r.mu.Lock()
+	if r.turnID == "" { // the harness may have reported it already
+		r.turnID, r.status = id, wire.AgentWorking
+	}
+	r.mu.Unlock()
+	r.b.printf("started %s turn %s for @%s in %s", r.handle(), id, st.Sender, st.Room)
+	r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: id, Kind: wire.TurnStarted, Room: st.Room, At: r.b.cfg.Now().UTC()})
+	return wire.Receipt{Status: wire.StatusStarted, TurnID: id}
+}
+
+func (r *runner) enqueue(st wire.Steer, in Input, pol wire.Policy) wire.Receipt {
+	exp := st.SentAt.Add(pol.MaxAge.D())
+	if exp.Before(r.b.cfg.Now()) {
+		return reject(wire.ReasonExpired, "the message is older than the owner's maximum age")
+	}
+	q := queuedSteer{st: st, in: in, expires: exp}
+	q.timer = time.AfterFunc(time.Until(exp), func() { r.expire(st.ID) })
+	r.mu.Lock()
+	r.queue = append(r.queue, q)
+	r.mu.Unlock()
+	r.b.printf("queued @%s's message for %s until the current turn ends (expires %s)", st.Sender, r.handle(), exp.Format("15:04:05"))
+	return wire.Receipt{Status: wire.StatusQueued, Expires: exp.UTC(), Detail: "delivered when the current turn ends"}
+}
+
+func (r *runner) expire(steerID string) {
+	r.mu.Lock()
+	idx := slices.IndexFunc(r.queue, func(q queuedSteer) bool { return q.st.ID == steerID })
+	if idx < 0 {
+		r.mu.Unlock()
+		return
+	}
+	q := r.queue[idx]
+	r.queue = slices.Delete(r.queue, idx, idx+1)
+	r.mu.Unlock()
+	r.b.printf("expired @%s's queued message for %s", q.st.Sender, r.handle())
+	r.b.publish(wire.KindReceipt, wire.Receipt{SteerID: steerID, Agent: r.cfg.Name, Status: wire.StatusExpired, Reason: wire.ReasonExpired,
+		Detail: "the turn did not end before the message's maximum age", At: r.b.cfg.Now().UTC()})
+}
+
+// deliverQueued starts a turn with the oldest queued follow-up, if any.
+func (r *runner) deliverQueued() {
+	r.op.Lock()
+	defer r.op.Unlock()
+	r.mu.Lock()
+	if len(r.queue) == 0 || r.turnID != "" || r.closed || r.status == wire.AgentFailed {
+		r.mu.Unlock()
+		return
+	}
+	q := r.queue[0]
+	r.queue = r.queue[1:]
+	r.mu.Unlock()
+	q.timer.Stop()
+	rc := r.start(q.st, q.in)
+	status, reason := wire.StatusDelivered, ""
+	if rc.Status == wire.StatusRejected {
+		status, reason = wire.StatusRejected, rc.Reason
+	} else if rc.Status == wire.StatusQueued {
+		return // requeued (harness still busy)
+	}
+	r.b.publish(wire.KindReceipt, wire.Receipt{SteerID: q.st.ID, Agent: r.cfg.Name, Status: status, Reason: reason, Detail: rc.Detail, TurnID: rc.TurnID, At: r.b.cfg.Now().UTC()})
+	r.b.heartbeat()
+}
+
+func (r *runner) clearTurn(turn, status string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.turnID != turn || turn == "" {
+		return false
+	}
+	r.lastEnded, r.endedAt = turn, r.b.cfg.Now()
+	r.turnID, r.steeredBy, r.steers = "", nil, 0
+	if r.status != wire.AgentFailed {
+		r.status = wire.AgentIdle
+	}
+	return true
+}
+
+func (r *runner) interrupt(by string) error {
+	r.mu.Lock()
+	turn := r.turnID
+	r.mu.Unlock()
+	if turn == "" {
+		return errors.New("no turn is running")
+	}
+	r.b.printf("@%s stopped %s turn %s", by, r.handle(), turn)
+	return r.h.Interrupt(context.Background(), turn)
+}
+
+// onEvent receives the harness's events.
+func (r *runner) onEvent(ev Event) {
+	now := r.b.cfg.Now().UTC()
+	r.mu.Lock()
+	room := r.turnRoom
+	r.mu.Unlock()
+	switch ev.Kind {
+	case EventTurnStarted:
+		r.mu.Lock()
+		r.turnID, r.status = ev.TurnID, wire.AgentWorking
+		r.mu.Unlock()
+		r.b.heartbeat()
+	case EventTurnEnded:
+		if !r.clearTurn(ev.TurnID, ev.Status) {
+			return
+		}
+		r.gate.turnEnded(ev.TurnID)
+		r.b.printf("%s turn %s ended: %s", r.handle(), ev.TurnID, ev.Status)
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnEnded, Status: ev.Status, Text: ev.Text, Room: room, At: now})
+		r.b.heartbeat()
+		r.b.wg.Add(1)
+		go func() { defer r.b.wg.Done(); r.deliverQueued() }()
+	case EventMessage:
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnMessage, Text: ev.Text, Room: room, At: now})
+	case EventProgress:
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnProgress, Text: ev.Text, Room: room, At: now})
+	case EventTool:
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnTool, Text: ev.Text, Room: room, At: now})
+	case EventFailed:
+		r.mu.Lock()
+		turn := r.turnID
+		r.status, r.failure = wire.AgentFailed, ev.Text
+		r.mu.Unlock()
+		if turn != "" {
+			r.clearTurn(turn, "failed")
+			r.mu.Lock()
+			r.status = wire.AgentFailed
+			r.mu.Unlock()
+			r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: turn, Kind: wire.TurnEnded, Status: "failed", Text: ev.Text, Room: room, At: now})
+		}
+		r.b.printf("%s failed: %s", r.handle(), ev.Text)
+		r.b.heartbeat()
+	case EventRecovered:
+		r.mu.Lock()
+		r.status, r.failure = wire.AgentIdle, ""
+		r.mu.Unlock()
+		r.b.printf("%s recovered", r.handle())
+		r.b.heartbeat()
+		go r.deliverQueued()
+	case EventInputHandled:
+		status, reason := wire.StatusDelivered, ""
+		if ev.Status == "expired" {
+			status, reason = wire.StatusExpired, wire.ReasonExpired
+		}
+		r.b.publish(wire.KindReceipt, wire.Receipt{SteerID: ev.Text, Agent: r.cfg.Name, Status: status, Reason: reason, At: now})
+	}
+}
+
+func (r *runner) close() {
+	r.mu.Lock()
+	r.closed = true
+	q := r.queue
+	r.queue = nil
+	r.mu.Unlock()
+	for _, x := range q {
+		x.timer.Stop()
+		r.b.publish(wire.KindReceipt, wire.Receipt{SteerID: x.st.ID, Agent: r.cfg.Name, Status: wire.StatusRejected, Reason: wire.ReasonAgentOffline,
+			Detail: "the bridge shut down before the turn ended", At: r.b.cfg.Now().UTC()})
+	}
+	r.gate.closeAll()
+	if r.h != nil {
+		r.h.Close()
+	}
+	r.mu.Lock()
+	r.status, r.turnID = wire.AgentOffline, ""
+	r.mu.Unlock()
+}
+
+func provenance(st wire.Steer) authz.Provenance {
+	p := authz.Provenance{Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, SenderIsAgent: st.SenderIsAgent, Owner: st.Owner,
+		Room: st.Room, RoomKind: st.RoomKind, MessageID: st.MessageID, SentAt: st.SentAt, Text: st.Text, Nonce: authz.NewNonce()}
+	for _, x := range st.Parts {
+		p.Parts = append(p.Parts, authz.Part{Kind: x.Kind, Start: x.Start, End: x.End})
+	}
+	return p
+}
