@@ -1,0 +1,100 @@
+package e2e_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+// TestBridgeIsolation proves with the real NATS server that a bridge's
+// credentials reach only its own subjects.
+func TestBridgeIsolation(t *testing.T) {
+	h := testhub.Start(t, testhub.Options{})
+	admin := h.Setup("root", "correct horse")
+	alice := h.AddUser(admin, "alice")
+	bob := h.AddUser(admin, "bob")
+	a := h.Pair(alice, "a")
+	b := h.Pair(bob, "b")
+
+	var mu sync.Mutex
+	var violations []string
+	nc, err := a.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		mu.Lock()
+		violations = append(violations, err.Error())
+		mu.Unlock()
+	})
+	expectViolation := func(t *testing.T, what string, do func() error) {
+		t.Helper()
+		mu.Lock()
+		before := len(violations)
+		mu.Unlock()
+		if err := do(); err != nil && !strings.Contains(strings.ToLower(err.Error()), "permission") {
+			t.Fatalf("%s: %v", what, err)
+		}
+		nc.Flush()
+		testhub.WaitFor(t, 5*time.Second, "permissions violation for "+what, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, v := range violations[before:] {
+				if strings.Contains(strings.ToLower(v), "permissions violation") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	noop := func(*nats.Msg) {}
+	t.Run("CannotReadOtherBridge", func(t *testing.T) {
+		expectViolation(t, "subscribe B", func() error { _, err := nc.Subscribe("wh.bridge."+b.BridgeID+".>", noop); return err })
+		expectViolation(t, "subscribe B's inbox", func() error { _, err := nc.Subscribe(wire.InboxPrefix(b.BridgeID)+".>", noop); return err })
+	})
+	t.Run("CannotPublishAsOtherBridge", func(t *testing.T) {
+		expectViolation(t, "publish B", func() error { return nc.Publish(wire.FromBridge(b.BridgeID, wire.KindReceipt), []byte("{}")) })
+		expectViolation(t, "steer B", func() error { return nc.Publish(wire.ToBridge(b.BridgeID, wire.KindSteer), []byte("{}")) })
+	})
+	t.Run("CannotReachRoomsOrLog", func(t *testing.T) {
+		expectViolation(t, "subscribe log", func() error { _, err := nc.Subscribe("wh.log.>", noop); return err })
+		expectViolation(t, "publish log", func() error { return nc.Publish("wh.log.message.posted", []byte("{}")) })
+		expectViolation(t, "JetStream API", func() error { return nc.Publish("$JS.API.STREAM.INFO.WHEELHOUSE", nil) })
+		expectViolation(t, "subscribe everything", func() error { _, err := nc.Subscribe(">", noop); return err })
+	})
+	t.Run("OwnSubjectsWork", func(t *testing.T) {
+		if _, err := nc.Subscribe(wire.ToBridge(a.BridgeID, wire.KindSteer), noop); err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Publish(wire.FromBridge(a.BridgeID, wire.KindHeartbeat), []byte(`{"agents":[]}`)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("RevokedBridgeCannotConnect", func(t *testing.T) {
+		alice.Must(204, "DELETE", "/api/v1/bridges/"+a.BridgeID, nil)
+		_, err := a.Connect()
+		if err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			t.Fatalf("a revoked bridge connected: %v", err)
+		}
+	})
+	t.Run("PairingTokenSingleUse", func(t *testing.T) {
+		r := alice.Must(201, "POST", "/api/v1/bridges/pairing-tokens", nil)
+		tok := r.Body["token"].(string)
+		if !strings.Contains(r.Body["command"].(string), "wheelhouse bridge pair --hub "+h.URL()+" --token "+tok) {
+			t.Fatalf("command %q", r.Body["command"])
+		}
+		c := testhub.NewClient(t, h.URL())
+		c.Must(201, "POST", "/api/v1/bridges/pair", map[string]string{"token": tok, "publicKey": "UAXXX", "name": "x"})
+		r2 := c.Must(403, "POST", "/api/v1/bridges/pair", map[string]string{"token": tok, "publicKey": "UAYYY", "name": "y"})
+		if !strings.Contains(r2.Body["error"].(map[string]any)["message"].(string), "already used") {
+			t.Fatalf("%s", r2.Raw)
+		}
+	})
+}

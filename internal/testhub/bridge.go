@@ -1,0 +1,120 @@
+package testhub
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/bridge/harnesses"
+)
+
+// Bridge is a real bridge running in-process against a test hub.
+type Bridge struct {
+	*bridge.Bridge
+	Creds  *bridge.Credentials
+	t      testing.TB
+	cancel context.CancelFunc
+	done   chan error
+	out    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Pair has owner pair a new bridge and returns its credentials.
+func (h *Hub) Pair(owner *Client, name string) *bridge.Credentials {
+	h.t.Helper()
+	r := owner.Must(201, "POST", "/api/v1/bridges/pairing-tokens", nil)
+	creds, err := bridge.Pair(context.Background(), h.URL(), r.Body["token"].(string), name)
+	if err != nil {
+		h.t.Fatalf("pair: %v", err)
+	}
+	return creds
+}
+
+// StartBridge pairs (unless creds is given) and runs a bridge with agents,
+// and waits until the hub lists them.
+func (h *Hub) StartBridge(owner *Client, creds *bridge.Credentials, agents ...bridge.AgentConfig) *Bridge {
+	h.t.Helper()
+	if creds == nil {
+		creds = h.Pair(owner, "test-bridge")
+	}
+	out := &syncBuffer{}
+	b, err := bridge.New(bridge.Config{Creds: creds, Agents: agents, Harnesses: harnesses.All(), Out: out,
+		ControlSocket: h.t.TempDir() + "/bridge.sock", Logger: Logger(h.t).With("side", "bridge")})
+	if err != nil {
+		h.t.Fatalf("bridge: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tb := &Bridge{Bridge: b, Creds: creds, t: h.t, cancel: cancel, done: make(chan error, 1), out: out}
+	go func() { tb.done <- b.Run(ctx) }()
+	h.t.Cleanup(tb.Stop)
+	for _, a := range agents {
+		handle := creds.Owner + "/" + a.Name
+		WaitFor(h.t, 30*time.Second, "agent "+handle+" online", func() bool {
+			select {
+			case err := <-tb.done:
+				tb.done <- err
+				h.t.Fatalf("bridge stopped: %v", err)
+			default:
+			}
+			r := owner.Do("GET", "/api/v1/agents", nil)
+			for _, x := range asList(r.Body["agents"]) {
+				if x["handle"] == handle && x["status"] != "offline" {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	return tb
+}
+
+// Stop stops the bridge (idempotent) and returns Run's error.
+func (b *Bridge) Stop() {
+	if b.cancel == nil {
+		return
+	}
+	b.cancel()
+	b.cancel = nil
+	select {
+	case <-b.done:
+	case <-time.After(30 * time.Second):
+		b.t.Errorf("bridge did not stop")
+	}
+}
+
+// Out is the bridge's live terminal log.
+func (b *Bridge) Out() string { return b.out.String() }
+
+func asList(v any) []map[string]any {
+	var out []map[string]any
+	l, _ := v.([]any)
+	for _, x := range l {
+		if m, ok := x.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// AsList converts a decoded JSON array of objects.
+func AsList(v any) []map[string]any { return asList(v) }
+
