@@ -117,4 +117,3 @@ func asList(v any) []map[string]any {
 
 // AsList converts a decoded JSON array of objects.
 func AsList(v any) []map[string]any { return asList(v) }
-
