@@ -1,13 +1,171 @@
 package bridge
 
-type controlServer struct{}
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
 
-func startControl(b *Bridge, path string) (*controlServer, error) { return &controlServer{}, nil }
-
-func (c *controlServer) Close() error { return nil }
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
 
 // DefaultControlSocket is where the bridge listens for the owner's local
 // commands (wheelhouse approvals / approve / deny).
 func DefaultControlSocket() string {
-	return filepathJoin(configDir(), "wheelhouse", "bridge.sock")
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "wheelhouse", "bridge.sock")
+	}
+	return filepath.Join(configDir(), "wheelhouse", "bridge.sock")
+}
+
+// ControlRequest is one line a local client sends.
+type ControlRequest struct {
+	Op       string `json:"op"` // list, decide
+	ID       string `json:"id,omitempty"`
+	Decision string `json:"decision,omitempty"` // approve, deny
+	Hash     string `json:"hash,omitempty"`
+}
+
+// ControlReply answers a ControlRequest.
+type ControlReply struct {
+	OK        bool                   `json:"ok"`
+	Error     string                 `json:"error,omitempty"`
+	Approvals []wire.ApprovalRequest `json:"approvals,omitempty"`
+}
+
+// controlServer is the owner's local door to the bridge: a unix socket
+// (0600, in a 0700 folder) that only the owner's own user may use.
+type controlServer struct {
+	b    *Bridge
+	ln   net.Listener
+	path string
+	wg   sync.WaitGroup
+}
+
+func startControl(b *Bridge, path string) (*controlServer, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, wh.Wrap(err, "create %s", filepath.Dir(path))
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, wh.Errorf(wh.EConflict, "another bridge is already listening on %s", path)
+	}
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, wh.Wrap(err, "listen on %s", path)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, wh.Wrap(err, "restrict %s", path)
+	}
+	s := &controlServer{b: b, ln: ln, path: path}
+	s.wg.Add(1)
+	go s.serve()
+	return s, nil
+}
+
+func (s *controlServer) Close() error {
+	err := s.ln.Close()
+	s.wg.Wait()
+	os.Remove(s.path)
+	return err
+}
+
+func (s *controlServer) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer c.Close()
+			if err := checkPeer(c); err != nil {
+				s.b.log.Warn("refused a control connection", "err", err)
+				json.NewEncoder(c).Encode(ControlReply{Error: err.Error()})
+				return
+			}
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			sc := bufio.NewScanner(c)
+			sc.Buffer(make([]byte, 4096), 64<<10)
+			enc := json.NewEncoder(c)
+			for sc.Scan() {
+				var req ControlRequest
+				if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+					enc.Encode(ControlReply{Error: "malformed request"})
+					continue
+				}
+				enc.Encode(s.handle(req))
+			}
+		}()
+	}
+}
+
+func (s *controlServer) handle(req ControlRequest) ControlReply {
+	switch req.Op {
+	case "list":
+		var out []wire.ApprovalRequest
+		for _, r := range s.b.agents {
+			out = append(out, r.gate.list()...)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Expires.Before(out[j].Expires) })
+		return ControlReply{OK: true, Approvals: out}
+	case "decide":
+		if req.Decision != "approve" && req.Decision != "deny" {
+			return ControlReply{Error: "decision must be approve or deny"}
+		}
+		for _, r := range s.b.agents {
+			for _, p := range r.gate.list() {
+				if p.ID != req.ID {
+					continue
+				}
+				hash := req.Hash
+				if req.Decision == "deny" && hash == "" {
+					hash = p.PayloadHash // denying runs nothing: no hash needed
+				}
+				d := wire.Decision{ApprovalID: req.ID, Agent: r.cfg.Name, Decision: req.Decision, PayloadHash: hash, By: s.b.cfg.Creds.Owner}
+				if err := r.gate.decide(d, true); err != nil {
+					return ControlReply{Error: wh.ErrorMessage(err)}
+				}
+				return ControlReply{OK: true}
+			}
+		}
+		return ControlReply{Error: "no pending approval " + req.ID + " on this bridge (see wheelhouse approvals)"}
+	default:
+		return ControlReply{Error: "unknown op " + req.Op}
+	}
+}
+
+// Control sends one request to a running bridge's control socket.
+func Control(ctx context.Context, path string, req ControlRequest) (*ControlReply, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, wh.Errorf(wh.EUnavailable, "no bridge is running here (nothing listens on %s): start it with wheelhouse bridge run, or pass --socket", path)
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		return nil, wh.Wrap(err, "send to the bridge")
+	}
+	var rep ControlReply
+	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&rep); err != nil {
+		return nil, wh.Wrap(err, "read the bridge's answer")
+	}
+	if !rep.OK {
+		return &rep, errors.New(rep.Error)
+	}
+	return &rep, nil
 }

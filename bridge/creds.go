@@ -149,5 +149,3 @@ func configDir() string {
 	}
 	return d
 }
-
-var filepathJoin = filepath.Join

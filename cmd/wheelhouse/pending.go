@@ -14,11 +14,7 @@ func notYet(name string) func(context.Context, []string, io.Writer, io.Writer) e
 }
 
 var (
-	runApprovals = notYet("approvals")
-	runApprove   = notYet("approve")
-	runDeny      = notYet("deny")
-	runInspect   = notYet("inspect")
-	runHook      = notYet("hook")
-	runDoctor    = notYet("doctor")
-	runBench     = notYet("bench")
+	runHook   = notYet("hook")
+	runDoctor = notYet("doctor")
+	runBench  = notYet("bench")
 )

@@ -15,6 +15,7 @@ import (
 type Bridge struct {
 	*bridge.Bridge
 	Creds  *bridge.Credentials
+	Socket string // the control socket (wheelhouse approve)
 	t      testing.TB
 	cancel context.CancelFunc
 	done   chan error
@@ -53,17 +54,28 @@ func (h *Hub) Pair(owner *Client, name string) *bridge.Credentials {
 // and waits until the hub lists them.
 func (h *Hub) StartBridge(owner *Client, creds *bridge.Credentials, agents ...bridge.AgentConfig) *Bridge {
 	h.t.Helper()
+	return h.StartBridgeWith(owner, creds, nil, agents...)
+}
+
+// StartBridgeWith is StartBridge with extra harness kinds (test harnesses).
+func (h *Hub) StartBridgeWith(owner *Client, creds *bridge.Credentials, extra map[string]bridge.Factory, agents ...bridge.AgentConfig) *Bridge {
+	h.t.Helper()
+	fs := harnesses.All()
+	for k, f := range extra {
+		fs[k] = f
+	}
 	if creds == nil {
 		creds = h.Pair(owner, "test-bridge")
 	}
 	out := &syncBuffer{}
-	b, err := bridge.New(bridge.Config{Creds: creds, Agents: agents, Harnesses: harnesses.All(), Out: out,
-		ControlSocket: h.t.TempDir() + "/bridge.sock", Logger: Logger(h.t).With("side", "bridge")})
+	sock := h.t.TempDir() + "/bridge.sock"
+	b, err := bridge.New(bridge.Config{Creds: creds, Agents: agents, Harnesses: fs, Out: out,
+		ControlSocket: sock, Logger: Logger(h.t).With("side", "bridge")})
 	if err != nil {
 		h.t.Fatalf("bridge: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	tb := &Bridge{Bridge: b, Creds: creds, t: h.t, cancel: cancel, done: make(chan error, 1), out: out}
+	tb := &Bridge{Bridge: b, Creds: creds, Socket: sock, t: h.t, cancel: cancel, done: make(chan error, 1), out: out}
 	go func() { tb.done <- b.Run(ctx) }()
 	h.t.Cleanup(tb.Stop)
 	for _, a := range agents {

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/bridge"
+)
+
+func controlFlags(name, usage string, stderr io.Writer) (*flag.FlagSet, *string, *bool) {
+	fs := newFlags(name, usage, stderr)
+	sock := fs.String("socket", bridge.DefaultControlSocket(), "the running bridge's control socket")
+	js := fs.Bool("json", false, "print JSON")
+	return fs, sock, js
+}
+
+func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, sock, js := controlFlags("approvals", "approvals [--socket PATH] [--json]", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rep, err := bridge.Control(cctx, *sock, bridge.ControlRequest{Op: "list"})
+	if err != nil {
+		return err
+	}
+	if *js {
+		return json.NewEncoder(stdout).Encode(rep.Approvals)
+	}
+	if len(rep.Approvals) == 0 {
+		fmt.Fprintln(stdout, "No approval requests are waiting.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGENT\tTOOL\tSUMMARY\tSTEERED BY\tEXPIRES")
+	for _, a := range rep.Approvals {
+		steered := "@" + strings.Join(a.SteeredBy, ", @")
+		if a.Tainted {
+			steered += " (tainted)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Agent, a.Tool, oneLine(a.Summary, 60), steered, a.Expires.Local().Format("15:04:05"))
+	}
+	tw.Flush()
+	for _, a := range rep.Approvals {
+		fmt.Fprintf(stdout, "\n%s  hash %s\n  payload %s\n  approve: wheelhouse approve %s --hash %s\n", a.ID, a.PayloadHash, a.Payload, a.ID, a.PayloadHash)
+	}
+	return nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}
+
+func decideLocally(ctx context.Context, decision string, args []string, stdout, stderr io.Writer) error {
+	usage := "approve ID --hash HEX [--socket PATH]"
+	if decision == "deny" {
+		usage = "deny ID [--socket PATH]"
+	}
+	fs, sock, _ := controlFlags(decision, usage, stderr)
+	hash := fs.String("hash", "", "the payload hash shown with the request (wheelhouse approvals)")
+	// Accept the id before or after the flags.
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if id == "" && fs.NArg() > 0 {
+		id = fs.Arg(0)
+	}
+	if id == "" {
+		return usageError{"name the approval request: wheelhouse " + usage}
+	}
+	if decision == "approve" && *hash == "" {
+		return usageError{"approving needs --hash: the payload hash you were shown, so the approval covers exactly that call"}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := bridge.Control(cctx, *sock, bridge.ControlRequest{Op: "decide", ID: id, Decision: decision, Hash: *hash}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s %s.\n", map[string]string{"approve": "Approved", "deny": "Denied"}[decision], id)
+	return nil
+}
+
+func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return decideLocally(ctx, "approve", args, stdout, stderr)
+}
+
+func runDeny(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return decideLocally(ctx, "deny", args, stdout, stderr)
+}
