@@ -19,7 +19,9 @@ func checkPeer(c net.Conn) error {
 	}
 	var cred *syscall.Ucred
 	var cerr error
-	raw.Control(func(fd uintptr) { cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED) })
+	raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	})
 	if cerr != nil {
 		return cerr
 	}
