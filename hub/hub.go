@@ -50,6 +50,10 @@ type Config struct {
 	OriginPatterns []string
 	// WSQueue bounds each WebSocket client's outgoing queue (default 512).
 	WSQueue int
+	// SteerBurst and SteerRefill rate-limit mentions per sender and agent
+	// (defaults DefaultSteerBurst, DefaultSteerRefill).
+	SteerBurst  int
+	SteerRefill time.Duration
 	Logger  *slog.Logger
 	Now     func() time.Time
 }
@@ -70,6 +74,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
+	}
+	if c.SteerBurst <= 0 {
+		c.SteerBurst = DefaultSteerBurst
+	}
+	if c.SteerRefill <= 0 {
+		c.SteerRefill = DefaultSteerRefill
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

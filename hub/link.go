@@ -23,8 +23,10 @@ const (
 	SteerTimeout    = 5 * time.Second
 	ControlTimeout  = 5 * time.Second
 	deliverWait     = 1500 * time.Millisecond
-	rateBurst       = 10
-	rateRefillEvery = 2 * time.Second
+	// DefaultSteerBurst and DefaultSteerRefill bound how fast one sender
+	// may mention one agent: a burst, then one per refill interval.
+	DefaultSteerBurst  = 10
+	DefaultSteerRefill = 2 * time.Second
 )
 
 // Link connects the hub to bridges over NATS: routing steers, receiving
@@ -418,10 +420,11 @@ func (l *Link) allow(sender, handle string) bool {
 	b := l.buckets[k]
 	now := time.Now()
 	if b == nil {
-		b = &bucket{tokens: rateBurst, at: now}
+		b = &bucket{tokens: float64(l.h.cfg.SteerBurst), at: now}
 		l.buckets[k] = b
 	}
-	b.tokens = min(rateBurst, b.tokens+now.Sub(b.at).Seconds()/rateRefillEvery.Seconds())
+	burst, refill := float64(l.h.cfg.SteerBurst), l.h.cfg.SteerRefill
+	b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()/refill.Seconds())
 	b.at = now
 	if b.tokens < 1 {
 		return false

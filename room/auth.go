@@ -226,8 +226,8 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, error
 	var u User
 	var exp sql.NullString
 	var revoked bool
-	err := s.db.r.QueryRowContext(ctx, `SELECT u.id, u.name, u.display, u.is_admin, c.expires_at, c.revoked
-		FROM credentials c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`, HashSecret(secret)).
+	err := s.db.stmt(ctx, `SELECT u.id, u.name, u.display, u.is_admin, c.expires_at, c.revoked
+		FROM credentials c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`).QueryRowContext(ctx, HashSecret(secret)).
 		Scan(&u.ID, &u.Name, &u.Display, &u.Admin, &exp, &revoked)
 	if errors.Is(err, sql.ErrNoRows) || revoked {
 		return nil, wh.Errorf(wh.EUnauthenticated, "your session or token is not valid; log in again")

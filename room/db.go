@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 
@@ -22,6 +23,29 @@ type DB struct {
 	Path string
 	w    *sql.DB // single writer
 	r    *sql.DB // read pool
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt // prepared hot-path reads
+}
+
+// stmt returns a prepared statement on the read pool for q, preparing it
+// once (database/sql re-prepares per connection as needed). Parsing SQL is
+// most of a hot read's cost in SQLite.
+func (db *DB) stmt(ctx context.Context, q string) *sql.Stmt {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if st, ok := db.stmts[q]; ok {
+		return st
+	}
+	st, err := db.r.PrepareContext(ctx, q)
+	if err != nil {
+		panic(fmt.Sprintf("prepare %q: %v", q, err)) // a programming error: the SQL is a constant
+	}
+	if db.stmts == nil {
+		db.stmts = map[string]*sql.Stmt{}
+	}
+	db.stmts[q] = st
+	return st
 }
 
 // OpenDB opens (creating if needed) the database at path and applies the
@@ -52,6 +76,11 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	db.mu.Lock()
+	for _, st := range db.stmts {
+		st.Close()
+	}
+	db.mu.Unlock()
 	err1 := db.r.Close()
 	err2 := db.w.Close()
 	if err1 != nil {

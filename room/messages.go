@@ -42,17 +42,21 @@ func (s *Service) Post(ctx context.Context, actor *User, roomName, text string) 
 	if !utf8.ValidString(text) {
 		return nil, wh.Errorf(wh.EInvalid, "the message is not valid UTF-8")
 	}
-	if _, err := s.RoomFor(ctx, actor, roomName); err != nil {
+	if _, err := s.access(ctx, actor, roomName); err != nil {
 		return nil, err
 	}
-	seq, err := s.append(ctx, EvMessagePosted, messagePosted{
-		Room: roomName, AuthorKind: AuthorUser, Author: actor.Name, Text: text,
-		Mentions: ParseMentions(text), Parts: QuotedParts(text),
-	})
+	d := messagePosted{Room: roomName, AuthorKind: AuthorUser, Author: actor.Name, Text: text, Mentions: ParseMentions(text), Parts: QuotedParts(text)}
+	ev, err := NewEvent(EvMessagePosted, s.now(), d)
+	if err != nil {
+		return nil, wh.Wrap(err, "encode message")
+	}
+	seq, err := s.Log.Append(ctx, ev)
 	if err != nil {
 		return nil, err
 	}
-	return s.MessageByID(ctx, int64(seq))
+	// The projection stored exactly this; no need to read it back.
+	return &Message{ID: int64(seq), Room: roomName, AuthorKind: AuthorUser, Author: actor.Name, Text: text,
+		Mentions: nonNil(d.Mentions), Parts: nonNilParts(d.Parts), CreatedAt: ev.At}, nil
 }
 
 // PostAs stores a message from an agent or the system (no membership check:
@@ -87,7 +91,7 @@ func (s *Service) MessageByID(ctx context.Context, id int64) (*Message, error) {
 // History returns up to limit messages of a room, oldest first: the newest
 // ones by default, those after `after` or before `before` when given.
 func (s *Service) History(ctx context.Context, actor *User, roomName string, after, before int64, limit int) ([]Message, error) {
-	r, err := s.RoomFor(ctx, actor, roomName)
+	roomID, err := s.access(ctx, actor, roomName)
 	if err != nil {
 		return nil, err
 	}
@@ -106,17 +110,17 @@ func (s *Service) History(ctx context.Context, actor *User, roomName string, aft
 	switch {
 	case after > 0:
 		q := base + ` AND m.id > ?`
-		args := []any{r.ID, after}
+		args := []any{roomID, after}
 		if before > 0 {
 			q += ` AND m.id < ?`
 			args = append(args, before)
 		}
 		ms, err = s.queryMessages(ctx, q+` ORDER BY m.id ASC LIMIT ?`, append(args, limit)...)
 	case before > 0:
-		ms, err = s.queryMessages(ctx, base+` AND m.id < ? ORDER BY m.id DESC LIMIT ?`, r.ID, before, limit)
+		ms, err = s.queryMessages(ctx, base+` AND m.id < ? ORDER BY m.id DESC LIMIT ?`, roomID, before, limit)
 		reverse(ms)
 	default:
-		ms, err = s.queryMessages(ctx, base+` ORDER BY m.id DESC LIMIT ?`, r.ID, limit)
+		ms, err = s.queryMessages(ctx, base+` ORDER BY m.id DESC LIMIT ?`, roomID, limit)
 		reverse(ms)
 	}
 	return ms, err

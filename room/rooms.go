@@ -82,6 +82,28 @@ func (s *Service) RoomFor(ctx context.Context, actor *User, name string) (*Room,
 	return r, nil
 }
 
+// access is the light membership check of the hot paths (post, history):
+// one indexed query, no counts.
+func (s *Service) access(ctx context.Context, actor *User, name string) (roomID int64, err error) {
+	var private bool
+	var kind, role string
+	err = s.db.stmt(ctx, `SELECT r.id, r.kind, r.private, COALESCE(m.role, '') FROM rooms r
+		LEFT JOIN members m ON m.room_id = r.id AND m.user_id = ? WHERE r.name = ?`).QueryRowContext(ctx, actor.ID, name).Scan(&roomID, &kind, &private, &role)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, wh.Errorf(wh.ENotFound, "no room named %q", name)
+	}
+	if err != nil {
+		return 0, wh.Wrap(err, "check membership")
+	}
+	if d := authz.MayReadRoom(role != ""); !d.Allow {
+		if private {
+			return 0, wh.Errorf(wh.ENotFound, "no room named %q", name)
+		}
+		return 0, &wh.Error{Code: wh.EForbidden, Message: "you are not a member of " + name + "; join it first", Reason: d.Reason}
+	}
+	return roomID, nil
+}
+
 // CreateRoom creates a room with actor as its admin.
 func (s *Service) CreateRoom(ctx context.Context, actor *User, name string, private bool, topic string) (*Room, error) {
 	name = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(name, "#")))

@@ -16,5 +16,4 @@ func notYet(name string) func(context.Context, []string, io.Writer, io.Writer) e
 var (
 	runHook   = notYet("hook")
 	runDoctor = notYet("doctor")
-	runBench  = notYet("bench")
 )

@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/wheelhouse-dev/wheelhouse/bridge"
+)
+
+// probe is a harness that records when each input reaches it. Its first
+// turn never ends, so every later mention is a steer.
+type probe struct {
+	mu   sync.Mutex
+	got  map[int]time.Time
+	turn string
+}
+
+var markRE = regexp.MustCompile(`mark-(\d+)`)
+
+func (p *probe) record(in bridge.Input) {
+	now := time.Now()
+	if m := markRE.FindStringSubmatch(in.Text); m != nil {
+		k, _ := strconv.Atoi(m[1])
+		p.mu.Lock()
+		p.got[k] = now
+		p.mu.Unlock()
+	}
+}
+
+func (p *probe) Kind() string                            { return "probe" }
+func (p *probe) CanSteer() bool                          { return true }
+func (p *probe) Start(context.Context) error             { return nil }
+func (p *probe) Close() error                            { return nil }
+func (p *probe) Interrupt(context.Context, string) error { return nil }
+func (p *probe) StartTurn(_ context.Context, in bridge.Input) (string, error) {
+	p.record(in)
+	p.mu.Lock()
+	p.turn = "probe-1"
+	p.mu.Unlock()
+	return "probe-1", nil
+}
+
+func (p *probe) Steer(_ context.Context, turn string, in bridge.Input) error {
+	p.record(in)
+	return nil
+}
+
+// MentionLatency measures the time from the POST of a message mentioning
+// an agent to the bridge handing the steer to the harness, over n mentions.
+func MentionLatency(ctx context.Context, n int) (Dist, error) {
+	e, err := newEnv(ctx)
+	if err != nil {
+		return Dist{}, err
+	}
+	defer e.close()
+	rs := e.h.Rooms()
+	tok, _, err := rs.CreatePairingToken(ctx, e.admin)
+	if err != nil {
+		return Dist{}, err
+	}
+	creds, err := bridge.Pair(ctx, e.h.URL(), tok, "bench")
+	if err != nil {
+		return Dist{}, err
+	}
+	p := &probe{got: map[int]time.Time{}}
+	zero := 0
+	b, err := bridge.New(bridge.Config{Creds: creds, Logger: quietLogger(),
+		Agents:    []bridge.AgentConfig{{Name: "probe", Harness: "probe", PolicyFile: bridge.PolicyConfig{MaxSteers: &zero}}},
+		Harnesses: map[string]bridge.Factory{"probe": func(bridge.Deps) (bridge.Harness, error) { return p, nil }}})
+	if err != nil {
+		return Dist{}, err
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.Run(bctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if a, err := rs.AgentByHandle(ctx, "bench/probe"); err == nil && a.Status != "offline" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return Dist{}, fmt.Errorf("the probe agent did not come online")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, _, err := rs.AddAgent(ctx, e.admin, "bench", "bench/probe"); err != nil {
+		return Dist{}, err
+	}
+	client := &http.Client{}
+	sent := make([]time.Time, n)
+	for k := 0; k < n; k++ {
+		req, _ := http.NewRequestWithContext(ctx, "POST", e.url("/api/v1/rooms/bench/messages"), strings.NewReader(fmt.Sprintf(`{"text":"@bench/probe mark-%d"}`, k)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+e.token)
+		sent[k] = time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return Dist{}, err
+		}
+		resp.Body.Close()
+	}
+	time.Sleep(100 * time.Millisecond)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.got) != n {
+		return Dist{}, fmt.Errorf("the harness received %d of %d mentions", len(p.got), n)
+	}
+	ds := make([]time.Duration, 0, n)
+	for k, at := range p.got {
+		ds = append(ds, at.Sub(sent[k]))
+	}
+	return dist(ds), nil
+}
+
+// RawRequestReply is the baseline: n NATS request/reply round trips over
+// loopback TCP on an embedded server.
+func RawRequestReply(ctx context.Context, n int) (Dist, error) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
+	if err != nil {
+		return Dist{}, err
+	}
+	go ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return Dist{}, fmt.Errorf("baseline nats-server not ready")
+	}
+	a, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		return Dist{}, err
+	}
+	defer a.Close()
+	b, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		return Dist{}, err
+	}
+	defer b.Close()
+	b.Subscribe("echo", func(m *nats.Msg) { m.Respond(m.Data) })
+	b.Flush()
+	ds := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if _, err := a.RequestWithContext(ctx, "echo", []byte(`{"text":"mark"}`)); err != nil {
+			return Dist{}, err
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	return dist(ds), nil
+}

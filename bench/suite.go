@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+)
+
+// Options scale the suite.
+type Options struct {
+	Posts       int   // messages for throughput (default 5000)
+	Concurrency int   // concurrent posters (default 32)
+	Subscribers []int // fan-out sizes (default 1, 100, 1000)
+	Mentions    int   // mentions for steer latency (default 1000)
+}
+
+func (o *Options) defaults() {
+	if o.Posts == 0 {
+		o.Posts = 5000
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 32
+	}
+	if len(o.Subscribers) == 0 {
+		o.Subscribers = []int{1, 100, 1000}
+	}
+	if o.Mentions == 0 {
+		o.Mentions = 1000
+	}
+}
+
+// Run runs the suite and writes a report with ratios against baselines
+// measured in the same run.
+func Run(ctx context.Context, o Options, w io.Writer) error {
+	o.defaults()
+	fmt.Fprintf(w, "wheelhouse bench — %s, %d CPUs, %s\n\n", runtime.Version(), runtime.NumCPU(), time.Now().UTC().Format(time.RFC3339))
+
+	fmt.Fprintf(w, "Durable post throughput (%d posts, %d concurrent HTTP clients)\n", o.Posts, o.Concurrency)
+	raw, err := RawPublishThroughput(ctx, o.Posts, o.Concurrency)
+	if err != nil {
+		return check(err, "raw JetStream baseline")
+	}
+	got, err := PostThroughput(ctx, o.Posts, o.Concurrency)
+	if err != nil {
+		return check(err, "post throughput")
+	}
+	fmt.Fprintf(w, "  hub (HTTP → JetStream → SQLite → answer)  %s\n  baseline: raw JetStream publish           %s\n  ratio hub/baseline                        %.2f\n\n",
+		got, raw, got.PerSecond()/raw.PerSecond())
+
+	fmt.Fprintln(w, "Post → WebSocket receive latency")
+	for _, n := range o.Subscribers {
+		m := 200
+		if n >= 1000 {
+			m = 40
+		} else if n >= 100 {
+			m = 100
+		}
+		rawD, err := RawFanoutLatency(ctx, n, m)
+		if err != nil {
+			return check(err, fmt.Sprintf("raw fan-out to %d", n))
+		}
+		d, err := FanoutLatency(ctx, n, m)
+		if err != nil {
+			return check(err, fmt.Sprintf("fan-out to %d", n))
+		}
+		fmt.Fprintf(w, "  %4d subscribers  hub %s\n                    raw coder/websocket fan-out %s\n                    ratio p50 %s  p99 %s\n",
+			n, d, rawD, ratio(d.P50, rawD.P50), ratio(d.P99, rawD.P99))
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintf(w, "Mention → harness latency (%d mentions: POST to the bridge handing the steer to the harness)\n", o.Mentions)
+	rr, err := RawRequestReply(ctx, o.Mentions)
+	if err != nil {
+		return check(err, "raw NATS request/reply")
+	}
+	ml, err := MentionLatency(ctx, o.Mentions)
+	if err != nil {
+		return check(err, "mention latency")
+	}
+	fmt.Fprintf(w, "  hub + bridge  %s\n  baseline: raw NATS request/reply %s\n  ratio p50 %s  p99 %s\n", ml, rr, ratio(ml.P50, rr.P50), ratio(ml.P99, rr.P99))
+	return nil
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/wheelhouse-dev/wheelhouse/bench"
+)
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench", "bench [--posts N] [--concurrency N] [--subscribers 1,100,1000] [--mentions N]", stderr)
+	var o bench.Options
+	fs.IntVar(&o.Posts, "posts", 5000, "messages for the throughput run")
+	fs.IntVar(&o.Concurrency, "concurrency", 32, "concurrent HTTP posters")
+	subs := fs.String("subscribers", "1,100,1000", "WebSocket fan-out sizes")
+	fs.IntVar(&o.Mentions, "mentions", 1000, "mentions for the steer latency run")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	for _, s := range strings.Split(*subs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return usageError{"--subscribers takes numbers like 1,100,1000"}
+		}
+		o.Subscribers = append(o.Subscribers, n)
+	}
+	return bench.Run(ctx, o, stdout)
+}
