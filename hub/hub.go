@@ -54,8 +54,8 @@ type Config struct {
 	// (defaults DefaultSteerBurst, DefaultSteerRefill).
 	SteerBurst  int
 	SteerRefill time.Duration
-	Logger  *slog.Logger
-	Now     func() time.Time
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // Validate checks the config and fills defaults.

@@ -20,9 +20,9 @@ import (
 // Timeouts on the hub↔bridge path. A steer always ends in a receipt: a
 // bridge that does not answer within SteerTimeout yields "rejected: timeout".
 const (
-	SteerTimeout    = 5 * time.Second
-	ControlTimeout  = 5 * time.Second
-	deliverWait     = 1500 * time.Millisecond
+	SteerTimeout   = 5 * time.Second
+	ControlTimeout = 5 * time.Second
+	deliverWait    = 1500 * time.Millisecond
 	// DefaultSteerBurst and DefaultSteerRefill bound how fast one sender
 	// may mention one agent: a burst, then one per refill interval.
 	DefaultSteerBurst  = 10

@@ -4,5 +4,4 @@
 export const actions = {
   refreshRooms: async () => {},
   go: (_room) => {},
-  refreshAgents: async (_room) => {},
 };

@@ -79,7 +79,8 @@ export const api = {
     if (after) q.set('after', String(after));
     return get(`/rooms/${enc(room)}/messages?${q}`);
   },
-  post: (room, text) => post(`/rooms/${enc(room)}/messages`, { text }),
+  // turns: {"owner/agent": turnId} the sender saw running (stale-turn guard).
+  post: (room, text, turns) => post(`/rooms/${enc(room)}/messages`, turns && Object.keys(turns).length ? { text, turns } : { text }),
 
   // Agents, consent, steering
   agents: () => get('/agents').then((d) => d.agents || []),
@@ -90,7 +91,9 @@ export const api = {
   decideInvitation: (id, decision) => post(`/invitations/${enc(id)}`, { decision }),
   setPolicy: (handle, policy) => patch(agentPath(handle), { policy }),
   interrupt: (handle) => post(`${agentPath(handle)}/interrupt`, {}),
-  timeline: (handle, turn) => get(`${agentPath(handle)}/timeline${turn ? `?turn=${enc(turn)}` : ''}`).then((d) => d.entries || []),
+  // → {entries, firstBad}: firstBad ≥ 0 is the first entry whose hash chain does not verify.
+  timeline: (handle, turn) => get(`${agentPath(handle)}/timeline${turn ? `?turn=${enc(turn)}` : ''}`)
+    .then((d) => ({ entries: d.entries || [], firstBad: typeof d.firstBad === 'number' ? d.firstBad : -1 })),
 
   // Approvals
   approvals: (state) => get(`/approvals${state ? `?state=${enc(state)}` : ''}`).then((d) => d.approvals || []),

@@ -6,7 +6,7 @@ import { state, on, emit, logFor, mergeReceipt, patchAgent, isDM } from './store
 import { actions } from './actions.js';
 import { Live } from './live.js';
 import { showLogin, showSetup, hideAuth } from './auth.js';
-import { initSidebar, renderMe, renderRooms, roomHref } from './sidebar.js';
+import { initSidebar, renderMe, roomHref } from './sidebar.js';
 import { loadUnread, primeUnread, seenRoom, noteIncoming, forgetRoom } from './unread.js';
 import { initMessages, showRoom, clearMessages, messageArrived, receiptChanged, rerender } from './messages.js';
 import { initComposer, showComposer, resetComposer } from './composer.js';
@@ -57,7 +57,6 @@ function initOnce() {
   on('receipt', receiptChanged);
   actions.refreshRooms = refreshRooms;
   actions.go = go;
-  actions.refreshAgents = loadRoomAgents;
 }
 
 async function start(me) {

@@ -2,7 +2,7 @@
 // a line, drafts per room, and a hint of what each agent mention will do now.
 
 import { api } from './api.js';
-import { h, clear } from './dom.js';
+import { h, clear, shortTurn } from './dom.js';
 import { state, on, logFor, mergeReceipt, emit, roomLabel } from './store.js';
 import { agentMentions } from './render/markdown.js';
 import { initMentions } from './mentions.js';
@@ -90,7 +90,7 @@ async function send() {
   renderHint();
   sendBtn.disabled = true;
   try {
-    const d = await api.post(room, text);
+    const d = await api.post(room, text, seenTurns(room, text));
     if (d && d.message) {
       const fresh = logFor(room).add(d.message);
       for (const r of d.receipts || []) if (mergeReceipt(r)) emit('receipt', r);
@@ -101,6 +101,18 @@ async function send() {
     sendBtn.disabled = !ta.value.trim();
     setError(err, ex.status === 429 ? `Slow down: ${ex.message}` : ex.message);
   }
+}
+
+// The turn the sender saw running for each mentioned agent: the hub steers
+// only into that turn, never into one that started since.
+function seenTurns(room, text) {
+  const agents = state.roomAgents.get(room) || [];
+  const turns = {};
+  for (const handle of agentMentions(text)) {
+    const a = agents.find((x) => x.handle.toLowerCase() === handle);
+    if (a && a.turnId && (a.status === 'working' || a.status === 'needs-approval')) turns[a.handle] = a.turnId;
+  }
+  return turns;
 }
 
 function renderHint() {
@@ -117,6 +129,7 @@ function renderHint() {
     if (a) {
       mode = a.mode || (a.status === 'offline' ? 'offline' : '');
       text = a.modeText || MODE_TEXT[mode] || a.status || 'unknown';
+      if (mode === 'steer' && a.turnId) text += ` (turn ${shortTurn(a.turnId)})`;
     }
     hint.append(h('div', { class: 'mode-hint', dataset: { agent: handle, mode } },
       h('span', { class: 'mode-dot', 'aria-hidden': 'true' }),

@@ -37,12 +37,6 @@ export function clear(el) {
   return el;
 }
 
-export const $ = (sel, root = document) => root.querySelector(sel);
-
-export function show(el, visible) {
-  el.hidden = !visible;
-}
-
 // Announce text to screen readers through the polite live region.
 let announceTimer;
 export function announce(text) {
@@ -153,14 +147,11 @@ export function icon(name) {
   return h('span', { class: `icon icon-${name}`, 'aria-hidden': 'true' });
 }
 
-// A turn id for display: without a "turn-" prefix, first 8 characters.
+// A turn id for display: without a "turn-" prefix; long ids keep their
+// head and tail (ids often share a prefix per bridge).
 export function shortTurn(id) {
-  return shortId(String(id || '').replace(/^turn[-_]?/i, ''));
-}
-
-export function shortId(id, n = 8) {
-  const s = String(id || '');
-  return s.length > n ? s.slice(0, n) : s;
+  const s = String(id || '').replace(/^turn[-_]?/i, '');
+  return s.length <= 16 ? s : `${s.slice(0, 8)}…${s.slice(-4)}`;
 }
 
 export function debounce(fn, ms) {

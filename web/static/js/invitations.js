@@ -5,6 +5,8 @@ import { api, ApiError } from './api.js';
 import { h, avatar, fmtFull, fmtTime, toast } from './dom.js';
 import { state, emit, agentOwner } from './store.js';
 
+const ownerOf = (inv) => inv.owner || agentOwner(inv.agent);
+
 export async function loadInvitations() {
   try {
     const list = await api.invitations();
@@ -26,17 +28,17 @@ export function upsertInvitation(inv) {
 const roomName = (r) => (String(r).startsWith('dm:') ? 'a DM' : '#' + r);
 
 export function awaitingMe() {
-  return [...state.invitations.values()].filter((i) => i.status === 'pending' && agentOwner(i.agent) === state.me?.name);
+  return [...state.invitations.values()].filter((i) => i.status === 'pending' && ownerOf(i) === state.me?.name);
 }
 
 export function myRequests() {
-  return [...state.invitations.values()].filter((i) => i.requestedBy === state.me?.name && agentOwner(i.agent) !== state.me?.name);
+  return [...state.invitations.values()].filter((i) => i.requestedBy === state.me?.name && ownerOf(i) !== state.me?.name);
 }
 
 function statusText(inv) {
   if (inv.status === 'accepted') return 'accepted';
   if (inv.status === 'declined') return 'declined';
-  return agentOwner(inv.agent) === state.me?.name ? 'awaiting you' : `awaiting owner @${agentOwner(inv.agent)}`;
+  return ownerOf(inv) === state.me?.name ? 'awaiting you' : `awaiting owner @${ownerOf(inv)}`;
 }
 
 // A status line for the agent panel (no actions; those live in the Inbox).
@@ -49,7 +51,7 @@ export function invitationRow(inv) {
 
 // The owner's card with Accept / Decline; requesters see the status.
 export function invitationCard(inv) {
-  const mine = agentOwner(inv.agent) === state.me?.name;
+  const mine = ownerOf(inv) === state.me?.name;
   const actions = h('div', { class: 'card-actions' });
   if (mine && inv.status === 'pending') {
     const decide = (decision) => async () => {

@@ -5,6 +5,7 @@ import { api } from './api.js';
 import { h, clear, dayKey, announce } from './dom.js';
 import { state, logFor, mergeReceipt, roomLabel } from './store.js';
 import { messageEl, daySeparator } from './render/message.js';
+import { isActivity, ActivityGroup } from './render/activity.js';
 import { renderReceipts, receiptText } from './receipts.js';
 import { markRead } from './unread.js';
 
@@ -17,14 +18,17 @@ const jump = () => document.getElementById('jump-latest');
 let room = null;          // the room being shown
 let els = new Map();      // message id → element
 let lastShown = null;     // the last message rendered (for grouping)
+let group = null;         // the open ActivityGroup (tool/progress steps)
+let lastActivity = null;  // the last message put into it
 let errorText = '';
 
 let stick = true; // the list was at the bottom before its size changed
+let ourTop = -1;  // the scrollTop we set last
 
 export function initMessages() {
   list().addEventListener('scroll', onScroll, { passive: true });
   // Keep the newest message in view when the tray, banner or composer grows.
-  new ResizeObserver(() => { if (stick) list().scrollTop = list().scrollHeight; }).observe(list());
+  new ResizeObserver(() => { if (stick) scrollToBottom(); }).observe(list());
   jump().addEventListener('click', () => { scrollToBottom(); readIfAtBottom(); });
   document.addEventListener('visibilitychange', readIfAtBottom);
   window.addEventListener('focus', readIfAtBottom);
@@ -45,6 +49,7 @@ export function clearMessages() {
   room = null;
   els = new Map();
   lastShown = null;
+  group = null;
   clear(list());
 }
 
@@ -107,7 +112,8 @@ function fillViewport() {
 
 function onScroll() {
   const el = list();
-  stick = nearBottom();
+  // Scrolls we made ourselves keep the list pinned; the reader's own decide.
+  if (el.scrollTop !== ourTop) stick = nearBottom();
   if (el.scrollTop < 300) loadOlder();
   if (nearBottom()) { jump().hidden = true; readIfAtBottom(); }
 }
@@ -120,6 +126,7 @@ function nearBottom() {
 function scrollToBottom() {
   const el = list();
   el.scrollTop = el.scrollHeight;
+  ourTop = el.scrollTop;
   stick = true;
   jump().hidden = true;
 }
@@ -165,6 +172,7 @@ function renderAll() {
   clear(el);
   els = new Map();
   lastShown = null;
+  group = null;
   if (!room) return;
   const log = logFor(room);
   setTopIndicator();
@@ -180,7 +188,17 @@ function renderAll() {
 
 function appendEl(m) {
   const el = list();
-  if (!lastShown || dayKey(lastShown.createdAt) !== dayKey(m.createdAt)) el.append(daySeparator(m.createdAt));
+  if (!lastShown || dayKey(lastShown.createdAt) !== dayKey(m.createdAt)) { el.append(daySeparator(m.createdAt)); group = null; }
+  if (isActivity(m)) {
+    if (!group || !group.accepts(m) || lastShown !== lastActivity) {
+      group = new ActivityGroup(m, { compact: grouped(lastShown, m) });
+      el.append(group.el);
+    }
+    els.set(m.id, group.add(m));
+    lastShown = lastActivity = m;
+    return;
+  }
+  group = null;
   const node = messageEl(m, { compact: grouped(lastShown, m) });
   el.append(node);
   els.set(m.id, node);
@@ -229,6 +247,4 @@ export function rerender() {
   renderAll();
   if (atBottom) scrollToBottom();
 }
-
-export function currentShown() { return room; }
 

@@ -54,13 +54,6 @@ export function selectTab(id) {
   }
 }
 
-// Open the panel on a tab (used by the Inbox shortcuts).
-export function openPanel(tab) {
-  selectTab(tab);
-  if (narrow()) setPanelDrawer(true);
-  else app().classList.remove('panel-collapsed');
-}
-
 function renderInbox() {
   const box = clear(document.getElementById('inbox-panel'));
   const approvals = awaitingMyDecision().filter((a) => a.room !== state.current && !isDismissed(a.id));

@@ -63,7 +63,6 @@ export function logFor(room) {
 
 // Receipt statuses by progress: a later stage never yields to an earlier one.
 const RANK = { pending: 0, queued: 1, started: 2, steered: 2, delivered: 2, expired: 2, rejected: 2 };
-export const FINAL = new Set(['started', 'steered', 'delivered', 'expired', 'rejected']);
 
 // mergeReceipt stores r and reports whether it changed what we show.
 export function mergeReceipt(r) {

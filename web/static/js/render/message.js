@@ -6,8 +6,10 @@ import { render } from './markdown.js';
 import { renderReceipts } from '../receipts.js';
 import { state } from '../store.js';
 
-// Agent output that reports tool activity starts with one of these markers.
+// Agent output is collapsed when the hub marks it (kind "tool" or
+// "progress"), when its text starts with a tool marker, or when it is long.
 export const TOOL_MARKERS = /^(?:⚙|🔧|🛠|\$ |\[tool\]|tool:|running:|ran:|exec:|\u25B8 )/i;
+const LABELS = { tool: 'Tool', progress: 'Progress', long: 'Output' };
 const LONG_CHARS = 1200;
 const LONG_LINES = 18;
 
@@ -19,6 +21,7 @@ function collapsible(m) {
   if (m.authorKind !== 'agent') return null;
   const text = String(m.text || '');
   const lines = text.split('\n').length;
+  if (m.kind === 'tool' || m.kind === 'progress') return m.kind;
   if (isToolText(text)) return 'tool';
   if (text.length > LONG_CHARS || lines > LONG_LINES) return 'long';
   return null;
@@ -37,7 +40,7 @@ function body(m) {
   const summary = first.length > 120 ? first.slice(0, 117) + '…' : first;
   const details = h('details', { class: `collapsed-output collapsed-${kind}` },
     h('summary', null,
-      h('span', { class: 'collapsed-label' }, kind === 'tool' ? 'Tool' : 'Output'),
+      h('span', { class: 'collapsed-label' }, LABELS[kind]),
       h('span', { class: 'collapsed-summary' }, summary),
       lines > 1 ? h('span', { class: 'collapsed-lines' }, `${lines} lines`) : null),
     h('div', { class: 'collapsed-body' }, render(text, { me: state.me?.name })));
@@ -48,6 +51,17 @@ function body(m) {
 function authorLabel(m) {
   if (m.authorKind === 'agent') return '@' + m.author;
   return m.author;
+}
+
+// The author line: name, agent tag, time, turn.
+export function messageHead(m) {
+  const mine = m.authorKind === 'user' && m.author === state.me?.name;
+  return h('div', { class: 'message-head' },
+    h('span', { class: 'message-author' }, authorLabel(m)),
+    m.authorKind === 'agent' ? h('span', { class: 'tag tag-agent' }, 'agent') : null,
+    mine ? h('span', { class: 'sr-only' }, '(you)') : null,
+    h('time', { class: 'message-time', datetime: m.createdAt, title: fmtFull(m.createdAt) }, fmtTime(m.createdAt)),
+    m.turnId ? h('span', { class: 'message-turn', title: `turn ${m.turnId}` }, 'turn ' + shortTurn(m.turnId)) : null);
 }
 
 /**
@@ -63,19 +77,13 @@ export function messageEl(m, { compact = false } = {}) {
   }
   const receipts = h('ul', { class: 'receipts', 'aria-label': 'Delivery to agents', hidden: true });
   renderReceipts(receipts, m.id);
-  const time = h('time', { class: 'message-time', datetime: m.createdAt, title: fmtFull(m.createdAt) }, fmtTime(m.createdAt));
-  const head = compact ? null : h('div', { class: 'message-head' },
-    h('span', { class: 'message-author' }, authorLabel(m)),
-    m.authorKind === 'agent' ? h('span', { class: 'tag tag-agent' }, 'agent') : null,
-    mine ? h('span', { class: 'sr-only' }, '(you)') : null,
-    time,
-    m.turnId ? h('span', { class: 'message-turn', title: `turn ${m.turnId}` }, 'turn ' + shortTurn(m.turnId)) : null);
+  const head = compact ? null : messageHead(m);
   const cls = ['message', `message-${m.authorKind}`];
   if (compact) cls.push('message-compact');
   if (mine) cls.push('message-mine');
   return h('article', {
     class: cls.join(' '),
-    dataset: { id: m.id, author: m.author, authorKind: m.authorKind },
+    dataset: { id: m.id, author: m.author, authorKind: m.authorKind, kind: m.kind || null },
     'aria-label': `${authorLabel(m)} at ${fmtTime(m.createdAt)}`,
   },
   h('div', { class: 'message-gutter' }, compact ? h('span', { class: 'message-time-hover' }, fmtTime(m.createdAt)) : avatar(m.author, m.authorKind)),
