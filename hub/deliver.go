@@ -91,7 +91,7 @@ func (l *Link) deliverOne(ctx context.Context, sender *room.User, m *room.Messag
 		r.Status, r.Reason, r.Detail = wire.StatusRejected, wire.ReasonTimeout, "the hub could not record the message for the agent; try again"
 		return r
 	}
-	if expectTurn == "" && a.Status == wire.AgentWorking {
+	if expectTurn == "" && (a.Status == wire.AgentWorking || a.Status == wire.AgentNeedsApproval) {
 		expectTurn = a.TurnID
 	}
 	st := wire.Steer{ID: r.SteerID, Agent: a.Name, Owner: a.Owner, Room: m.Room, RoomKind: roomKind(m.Room), MessageID: m.ID,
@@ -100,7 +100,12 @@ func (l *Link) deliverOne(ctx context.Context, sender *room.User, m *room.Messag
 		st.Parts = append(st.Parts, wire.Part{Kind: p.Kind, Start: p.Start, End: p.End})
 	}
 	done := make(chan room.Receipt, 1)
+	if !l.enter() {
+		r.Status, r.Reason, r.Detail = wire.StatusRejected, wire.ReasonTimeout, "the hub is shutting down"
+		return r
+	}
 	go func() { // detached: the receipt is recorded even if the poster goes away
+		defer l.wg.Done()
 		bctx, cancel := context.WithTimeout(context.Background(), SteerTimeout+5*time.Second)
 		defer cancel()
 		var rc wire.Receipt

@@ -42,7 +42,20 @@ type Link struct {
 	buckets  map[string]*bucket   // rate limits by sender→agent
 	subs     []*nats.Subscription
 	stopCh   chan struct{}
-	wg       sync.WaitGroup
+	stopped  bool
+	wg       sync.WaitGroup // handlers and detached work in flight
+}
+
+// enter admits one unit of work unless the link is stopping; the caller
+// must call l.wg.Done when it finishes.
+func (l *Link) enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return false
+	}
+	l.wg.Add(1)
+	return true
 }
 
 type presence struct {
@@ -84,18 +97,23 @@ func (l *Link) start(ctx context.Context, h *Hub) error {
 		return wh.Wrap(err, "subscribe to heartbeats")
 	}
 	l.subs = append(l.subs, qs, hs)
-	l.wg.Add(1)
-	go l.watchPresence()
+	if l.enter() {
+		go l.watchPresence()
+	}
 	return nil
 }
 
+// stop refuses new work, unsubscribes, and waits for handlers in flight,
+// so nothing writes after the hub closes its log.
 func (l *Link) stop() {
-	select {
-	case <-l.stopCh:
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
 		return
-	default:
 	}
+	l.stopped = true
 	close(l.stopCh)
+	l.mu.Unlock()
 	for _, s := range l.subs {
 		s.Unsubscribe()
 	}
@@ -125,9 +143,10 @@ func ackErr(err error) wire.Ack {
 
 func (l *Link) handle(m *nats.Msg) {
 	id, kind, ok := bridgeOf(m.Subject)
-	if !ok || kind == wire.KindHeartbeat {
+	if !ok || kind == wire.KindHeartbeat || !l.enter() {
 		return
 	}
+	defer l.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b, err := l.rooms.BridgeByID(ctx, id)
@@ -240,9 +259,10 @@ func (l *Link) announce(ctx context.Context, b *room.Bridge, a wire.Announce) wi
 // across nodes by the heartbeat's own time).
 func (l *Link) heartbeat(m *nats.Msg) {
 	id, _, ok := bridgeOf(m.Subject)
-	if !ok {
+	if !ok || !l.enter() {
 		return
 	}
+	defer l.wg.Done()
 	var hb wire.Heartbeat
 	if json.Unmarshal(m.Data, &hb) != nil {
 		return
