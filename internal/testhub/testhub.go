@@ -25,6 +25,9 @@ type Options struct {
 	NATSURL string // external NATS
 	Logger  *slog.Logger
 	WSQueue int
+	// HTTPAddr fixes the listen address (restart tests reuse the port a
+	// browser is connected to); default 127.0.0.1:0.
+	HTTPAddr string
 }
 
 // Hub is a running test hub.
@@ -61,7 +64,10 @@ func Start(t testing.TB, o Options) *Hub {
 	if o.Logger == nil {
 		o.Logger = Logger(t)
 	}
-	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue})
+	if o.HTTPAddr == "" {
+		o.HTTPAddr = "127.0.0.1:0"
+	}
+	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue})
 	if err != nil {
 		t.Fatal(err)
 	}
