@@ -275,7 +275,9 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *room.User) error {
-	writeJSON(w, http.StatusOK, map[string]any{"user": u})
+	// head is the last event this node has applied: a client that loads
+	// history now and then connects with since=head misses nothing.
+	writeJSON(w, http.StatusOK, map[string]any{"user": u, "head": s.rooms.Log.Applied()})
 	return nil
 }
 
