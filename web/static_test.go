@@ -1,0 +1,60 @@
+package web
+
+import (
+	"io"
+	"io/fs"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The UI must work under the strict CSP and offline: no inline scripts or
+// styles, no external URLs, every referenced asset embedded and served
+// with its type.
+func TestStaticAssets(t *testing.T) {
+	h := staticHandler()
+	get := func(path string) (int, string, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		b, _ := io.ReadAll(rec.Body)
+		return rec.Code, rec.Header().Get("Content-Type"), string(b)
+	}
+	code, ct, index := get("/")
+	if code != 200 || !strings.HasPrefix(ct, "text/html") {
+		t.Fatalf("index: %d %s", code, ct)
+	}
+	if regexp.MustCompile(`<script(?:\s[^>]*)?>\s*[^<\s]`).MatchString(index) || strings.Contains(index, " style=") || strings.Contains(index, "onclick=") {
+		t.Fatal("index.html has inline script, style or handlers: the CSP forbids them")
+	}
+	sub, _ := fs.Sub(staticFS, "static")
+	fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
+		if d.IsDir() {
+			return nil
+		}
+		b, _ := fs.ReadFile(sub, p)
+		for _, ext := range []string{"http://", "https://"} {
+			for _, m := range regexp.MustCompile(regexp.QuoteMeta(ext)+`[^\s"'`+"`"+`)]+`).FindAllString(string(b), -1) {
+				if !strings.Contains(m, "www.w3.org") { // SVG namespaces are identifiers, not fetches
+					t.Errorf("%s references %s: the UI must not load anything from elsewhere", p, m)
+				}
+			}
+		}
+		return nil
+	})
+	for _, ref := range regexp.MustCompile(`(?:src|href)="(/[^"]+)"`).FindAllStringSubmatch(index, -1) {
+		code, ct, _ := get(ref[1])
+		if code != 200 {
+			t.Errorf("%s: %d", ref[1], code)
+		}
+		want := map[string]string{".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+		for ext, typ := range want {
+			if strings.HasSuffix(ref[1], ext) && !strings.HasPrefix(ct, typ) {
+				t.Errorf("%s served as %q, want %s", ref[1], ct, typ)
+			}
+		}
+	}
+	if code, _, body := get("/rooms/general"); code != 200 || body != index {
+		t.Errorf("client routes should get the app shell: %d", code)
+	}
+}
