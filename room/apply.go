@@ -256,38 +256,55 @@ func (s *Service) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
-	rid, err := roomIDTx(ctx, tx, d.Room)
+	// The hottest path: prepared statements, one query for the room and one
+	// for its members (which also answers the author's membership).
+	var rid int64
+	err := s.db.txStmt(ctx, tx, sqlRoomID).QueryRowContext(ctx, d.Room).Scan(&rid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, wh.Errorf(wh.ENotFound, "no room named %q", d.Room)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if d.AuthorKind == AuthorUser {
-		uid, err := userIDTx(ctx, tx, d.Author)
-		if err != nil {
+	rows, err := s.db.txStmt(ctx, tx, sqlRoomMembers).QueryContext(ctx, rid)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	member := false
+	for rows.Next() {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			rows.Close()
 			return nil, err
 		}
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM members WHERE room_id = ? AND user_id = ?`, rid, uid).Scan(&n); err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			return nil, wh.Errorf(wh.EForbidden, "you are not a member of %s", d.Room)
-		}
+		ids = append(ids, id)
+		member = member || name == d.Author
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if d.AuthorKind == AuthorUser && !member {
+		return nil, wh.Errorf(wh.EForbidden, "you are not a member of %s", d.Room)
 	}
 	mentions, _ := json.Marshal(nonNil(d.Mentions))
 	parts, _ := json.Marshal(nonNilParts(d.Parts))
-	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (id, room_id, author_kind, author, text, mentions, parts, turn_id, kind, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := s.db.txStmt(ctx, tx, sqlInsertMessage).ExecContext(ctx,
 		seq, rid, d.AuthorKind, d.Author, d.Text, mentions, parts, d.TurnID, d.Kind, ts(ev.At)); err != nil {
-		return nil, err
-	}
-	ids, err := roomMembersTx(ctx, tx, rid)
-	if err != nil {
 		return nil, err
 	}
 	msg := Message{ID: int64(seq), Room: d.Room, AuthorKind: d.AuthorKind, Author: d.Author, Text: d.Text,
 		Mentions: nonNil(d.Mentions), Parts: nonNilParts(d.Parts), TurnID: d.TurnID, Kind: d.Kind, CreatedAt: ev.At}
-	return feedTx(ctx, tx, seq, rid, 0, ids, map[string]any{
-		"id": seq, "type": "message", "room": d.Room, "at": ev.At, "data": msg,
-	})
+	b, err := json.Marshal(map[string]any{"id": seq, "type": "message", "room": d.Room, "at": ev.At, "data": msg})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.db.txStmt(ctx, tx, sqlInsertFeed).ExecContext(ctx, seq, rid, b); err != nil {
+		return nil, err
+	}
+	return []FeedItem{{Seq: seq, RoomID: rid, Recipients: ids, Body: b}}, nil
 }
 
 func nonNil(m []Mention) []Mention {

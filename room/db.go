@@ -24,8 +24,42 @@ type DB struct {
 	w    *sql.DB // single writer
 	r    *sql.DB // read pool
 
-	mu    sync.Mutex
-	stmts map[string]*sql.Stmt // prepared hot-path reads
+	mu     sync.Mutex
+	stmts  map[string]*sql.Stmt // prepared hot-path reads
+	wstmts map[string]*sql.Stmt // prepared hot-path writes (the projector's)
+}
+
+// Hot projector statements, prepared once when the database opens: the
+// writer has one connection, which a running transaction holds, so they
+// cannot be prepared lazily.
+const (
+	sqlSavepoint     = `SAVEPOINT ev`
+	sqlRelease       = `RELEASE ev`
+	sqlRoomID        = `SELECT id FROM rooms WHERE name = ?`
+	sqlRoomMembers   = `SELECT m.user_id, u.name FROM members m JOIN users u ON u.id = m.user_id WHERE m.room_id = ?`
+	sqlInsertMessage = `INSERT INTO messages (id, room_id, author_kind, author, text, mentions, parts, turn_id, kind, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertFeed    = `INSERT INTO feed (seq, room_id, user_id, body) VALUES (?, ?, 0, ?)`
+)
+
+func (db *DB) prepareWrites(ctx context.Context) error {
+	db.wstmts = map[string]*sql.Stmt{}
+	for _, q := range []string{sqlSavepoint, sqlRelease, sqlRoomID, sqlRoomMembers, sqlInsertMessage, sqlInsertFeed} {
+		st, err := db.w.PrepareContext(ctx, q)
+		if err != nil {
+			return wh.Wrap(err, "prepare %q", q)
+		}
+		db.wstmts[q] = st
+	}
+	return nil
+}
+
+// txStmt returns the prepared writer statement q, bound to tx.
+func (db *DB) txStmt(ctx context.Context, tx *sql.Tx, q string) *sql.Stmt {
+	st, ok := db.wstmts[q]
+	if !ok {
+		panic(fmt.Sprintf("statement not prepared: %q", q)) // a programming error: add it to prepareWrites
+	}
+	return tx.StmtContext(ctx, st)
 }
 
 // stmt returns a prepared statement on the read pool for q, preparing it
@@ -71,6 +105,10 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := db.prepareWrites(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return db, nil
 }
 
@@ -78,6 +116,9 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 func (db *DB) Close() error {
 	db.mu.Lock()
 	for _, st := range db.stmts {
+		st.Close()
+	}
+	for _, st := range db.wstmts {
 		st.Close()
 	}
 	db.mu.Unlock()

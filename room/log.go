@@ -250,7 +250,7 @@ func (l *Log) applyBatch(batch []jetstream.Msg) error {
 			l.log.Warn("skipping undecodable event", "seq", seq, "err", err)
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT ev`); err != nil {
+		if _, err := l.db.txStmt(ctx, tx, sqlSavepoint).ExecContext(ctx); err != nil {
 			return err
 		}
 		items, aerr := l.apply(ctx, tx, seq, ev)
@@ -265,7 +265,7 @@ func (l *Log) applyBatch(batch []jetstream.Msg) error {
 		default:
 			return fmt.Errorf("apply event %d (%s): %w", seq, ev.Type, aerr)
 		}
-		if _, err := tx.ExecContext(ctx, `RELEASE ev`); err != nil {
+		if _, err := l.db.txStmt(ctx, tx, sqlRelease).ExecContext(ctx); err != nil {
 			return err
 		}
 		outs = append(outs, outcome{ev.ID, aerr})
