@@ -4,6 +4,7 @@ package harnesses
 
 import (
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/bridge/claude"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/codex"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/demo"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/execagent"
@@ -12,8 +13,10 @@ import (
 // All returns the factories by kind.
 func All() map[string]bridge.Factory {
 	return map[string]bridge.Factory{
-		demo.Kind:      func(d bridge.Deps) (bridge.Harness, error) { return demo.New(d) },
-		execagent.Kind: func(d bridge.Deps) (bridge.Harness, error) { return execagent.New(d) },
-		"codex":        func(d bridge.Deps) (bridge.Harness, error) { return codex.New(d) },
+		demo.Kind:       func(d bridge.Deps) (bridge.Harness, error) { return demo.New(d) },
+		execagent.Kind:  func(d bridge.Deps) (bridge.Harness, error) { return execagent.New(d) },
+		"codex":         func(d bridge.Deps) (bridge.Harness, error) { return codex.New(d) },
+		"claude":        func(d bridge.Deps) (bridge.Harness, error) { return claude.NewLaunched(d) },
+		"claude-attach": func(d bridge.Deps) (bridge.Harness, error) { return claude.NewAttached(d) },
 	}
 }

@@ -1,0 +1,159 @@
+package claude
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readSettings(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(settingsLocal(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestInstall(t *testing.T) {
+	const cmd = "/opt/bin/wheelhouse hook claude"
+	t.Run("FreshProjectWired", func(t *testing.T) {
+		dir := t.TempDir()
+		var out bytes.Buffer
+		if err := Install(dir, cmd, &out); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "PermissionRequest") || !strings.Contains(out.String(), settingsLocal(dir)) {
+			t.Errorf("install did not show what it writes: %s", out.String())
+		}
+		hooks := readSettings(t, dir)["hooks"].(map[string]any)
+		for _, ev := range []string{"PreToolUse", "Stop", "PermissionRequest"} {
+			groups := hooks[ev].([]any)
+			if len(groups) != 1 {
+				t.Fatalf("%s: %d groups", ev, len(groups))
+			}
+			h := groups[0].(map[string]any)["hooks"].([]any)[0].(map[string]any)
+			if h["command"] != cmd || h["type"] != "command" {
+				t.Errorf("%s hook %v", ev, h)
+			}
+		}
+		perm := hooks["PermissionRequest"].([]any)[0].(map[string]any)
+		if perm["matcher"] != "*" || perm["hooks"].([]any)[0].(map[string]any)["timeout"].(float64) < 600 {
+			t.Errorf("PermissionRequest wiring %v", perm)
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".claude", "settings.json")); err == nil {
+			t.Error("tracked settings.json was created")
+		}
+	})
+	t.Run("MergesAndIsIdempotent", func(t *testing.T) {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+		tracked := []byte(`{"hooks":{}}`)
+		os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), tracked, 0o644)
+		os.WriteFile(settingsLocal(dir), []byte(`{"permissions":{"allow":["Bash(ls)"]},
+		  "hooks":{"PreToolUse":[{"matcher":"Edit","hooks":[{"type":"command","command":"lint.sh"}]},
+		                        {"matcher":"*","hooks":[{"type":"command","command":"/old/wheelhouse hook claude"}]}]}}`), 0o644)
+		if err := Install(dir, cmd, nil); err != nil {
+			t.Fatal(err)
+		}
+		first, _ := os.ReadFile(settingsLocal(dir))
+		m := readSettings(t, dir)
+		if m["permissions"].(map[string]any)["allow"].([]any)[0] != "Bash(ls)" {
+			t.Error("permissions lost")
+		}
+		pre := m["hooks"].(map[string]any)["PreToolUse"].([]any)
+		if len(pre) != 2 || !strings.Contains(string(first), "lint.sh") || strings.Contains(string(first), "/old/wheelhouse") {
+			t.Errorf("PreToolUse groups %v", pre)
+		}
+		var out bytes.Buffer
+		if err := Install(dir, cmd, &out); err != nil {
+			t.Fatal(err)
+		}
+		second, _ := os.ReadFile(settingsLocal(dir))
+		if !bytes.Equal(first, second) || !strings.Contains(out.String(), "nothing changed") {
+			t.Errorf("second install changed the file or did not say so: %s", out.String())
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json")); !bytes.Equal(b, tracked) {
+			t.Error("tracked settings.json touched")
+		}
+	})
+	t.Run("InvalidSettingsRefused", func(t *testing.T) {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+		os.WriteFile(settingsLocal(dir), []byte(`{oops`), 0o644)
+		if err := Install(dir, cmd, nil); err == nil {
+			t.Fatal("overwrote an invalid settings file")
+		}
+		if b, _ := os.ReadFile(settingsLocal(dir)); string(b) != `{oops` {
+			t.Error("file changed")
+		}
+	})
+	t.Run("EmptyCommandRefused", func(t *testing.T) {
+		if err := Install(t.TempDir(), " ", nil); err == nil {
+			t.Fatal("installed an empty command")
+		}
+	})
+}
+
+func TestDoctor(t *testing.T) {
+	t.Run("UnwiredProjectSaysSo", func(t *testing.T) {
+		dir := t.TempDir()
+		r := Doctor(dir)
+		if r.Wired || r.OK() || !strings.Contains(strings.Join(r.Problems, " "), "not wired") {
+			t.Fatalf("report %+v", r)
+		}
+		if len(r.MissingEvents) != 3 {
+			t.Errorf("missing %v", r.MissingEvents)
+		}
+	})
+	t.Run("WiredProjectOK", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := Install(dir, hookBin, nil); err != nil {
+			t.Fatal(err)
+		}
+		r := Doctor(dir)
+		if !r.Wired || !r.HookBinaryOK || r.HookBinary != hookBin || !r.OK() {
+			t.Fatalf("report %s", r)
+		}
+		if r.SideChannel || r.BridgeUp || !r.LastHookRun.IsZero() {
+			t.Errorf("no bridge ran, report says otherwise: %s", r)
+		}
+	})
+	t.Run("MissingBinaryFlagged", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := Install(dir, "/nonexistent/wheelhouse hook claude", nil); err != nil {
+			t.Fatal(err)
+		}
+		if r := Doctor(dir); !r.Wired || r.HookBinaryOK || r.OK() {
+			t.Fatalf("report %s", r)
+		}
+	})
+	t.Run("PartialWiringFlagged", func(t *testing.T) {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+		os.WriteFile(settingsLocal(dir), []byte(`{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"`+hookBin+`"}]}]}}`), 0o644)
+		r := Doctor(dir)
+		if r.Wired || strings.Join(r.MissingEvents, ",") != "Stop,PermissionRequest" {
+			t.Fatalf("report %s", r)
+		}
+	})
+	t.Run("BridgeAndHookRunSeen", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := Install(dir, hookBin, nil); err != nil {
+			t.Fatal(err)
+		}
+		startAttached(t, dir, nil, nil)
+		runHook(t, dir, preToolUse)
+		r := Doctor(dir)
+		if !r.SideChannel || !r.BridgeUp || r.LastHookRun.IsZero() {
+			t.Fatalf("report %s", r)
+		}
+	})
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/bridge/claude"
+	"github.com/wheelhouse-dev/wheelhouse/bridge/harnesses"
+)
+
+// runDoctor checks this machine's bridge: credentials, the hub, NATS, the
+// config's agents and, for attached Claude Code projects, the hook wiring.
+func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("doctor", "doctor [--config FILE] [--project DIR]", stderr)
+	cfgPath := fs.String("config", "wheelhouse-bridge.toml", "the bridge config to check")
+	credsPath := fs.String("credentials", bridge.DefaultCredentialsPath(), "the bridge credentials")
+	project := fs.String("project", "", "also check the Claude Code hook wiring of this project")
+	sock := fs.String("socket", bridge.DefaultControlSocket(), "the bridge's control socket")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	problems := 0
+	report := func(ok bool, what, detail string) {
+		mark := "ok  "
+		if !ok {
+			mark = "FAIL"
+			problems++
+		}
+		fmt.Fprintf(stdout, "%s %s", mark, what)
+		if detail != "" {
+			fmt.Fprintf(stdout, ": %s", detail)
+		}
+		fmt.Fprintln(stdout)
+	}
+	creds, err := bridge.LoadCredentials(*credsPath)
+	report(err == nil, "credentials", errText(err, *credsPath))
+	if creds != nil {
+		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		req, _ := http.NewRequestWithContext(hctx, "GET", creds.Hub+"/readyz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				err = fmt.Errorf("%s/readyz answered %s", creds.Hub, resp.Status)
+			}
+		}
+		report(err == nil, "hub "+creds.Hub, errText(err, "ready"))
+		nc, err := creds.Connect()
+		if err == nil {
+			nc.Close()
+		}
+		report(err == nil, "NATS "+creds.NATSURL, errText(err, "this bridge's key is accepted"))
+	}
+	var attached []string
+	if cfg, err := bridge.LoadConfig(*cfgPath); err != nil {
+		report(false, "config "+*cfgPath, err.Error())
+	} else {
+		report(true, "config "+*cfgPath, fmt.Sprintf("%d agent(s)", len(cfg.Agents)))
+		known := harnesses.All()
+		for _, a := range cfg.Agents {
+			_, ok := known[a.Harness]
+			detail := a.Harness
+			switch a.Harness {
+			case "codex", "claude", "claude-attach":
+				bin := a.Binary
+				if bin == "" {
+					bin = map[string]string{"codex": "codex", "claude": "claude", "claude-attach": "claude"}[a.Harness]
+				}
+				if p, err := exec.LookPath(bin); err != nil {
+					ok, detail = false, fmt.Sprintf("%s: %s not found (set binary = \"...\")", a.Harness, bin)
+				} else {
+					detail = a.Harness + " " + p
+				}
+			}
+			if a.Harness == "claude-attach" {
+				attached = append(attached, a.Dir)
+			}
+			if _, exists := known[a.Harness]; !exists {
+				ok, detail = false, "unknown harness "+a.Harness
+			}
+			report(ok, "agent "+a.Name, detail)
+		}
+	}
+	if *project != "" {
+		attached = append(attached, *project)
+	}
+	for _, dir := range attached {
+		r := claude.Doctor(dir)
+		report(r.OK(), "claude hook in "+dir, "")
+		fmt.Fprint(stdout, indent(r.String()))
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = bridge.Control(cctx, *sock, bridge.ControlRequest{Op: "list"})
+	cancel()
+	fmt.Fprintf(stdout, "info bridge process: %s\n", map[bool]string{true: "running (" + *sock + ")", false: "not running"}[err == nil])
+	if problems > 0 {
+		return fmt.Errorf("%d problem(s) found", problems)
+	}
+	fmt.Fprintln(stdout, "All checks passed.")
+	return nil
+}
+
+func errText(err error, ok string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return ok
+}
+
+func indent(s string) string {
+	out := ""
+	for _, l := range splitLines(s) {
+		out += "     " + l + "\n"
+	}
+	return out
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}

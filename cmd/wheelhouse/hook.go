@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wheelhouse-dev/wheelhouse/bridge/claude"
+)
+
+// runHook is `wheelhouse hook claude`: Claude Code runs it on every tool
+// call, so it does the least it can and always exits 0 (fail open).
+func runHook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "claude" {
+		return usageError{"usage: wheelhouse hook claude [--install [--project DIR]]"}
+	}
+	rest := args[1:]
+	if len(rest) == 0 {
+		code := claude.RunHook(ctx, os.Stdin, stdout, os.Environ(), hookStateDir())
+		if code != 0 {
+			os.Exit(code)
+		}
+		return nil
+	}
+	fs := newFlags("hook claude", "hook claude --install [--project DIR] [--command CMD]", stderr)
+	install := fs.Bool("install", false, "wire this hook into <project>/.claude/settings.local.json (shows the change first; never touches settings.json)")
+	project := fs.String("project", ".", "the project folder Claude Code runs in")
+	self, _ := os.Executable()
+	command := fs.String("command", shellQuote(self)+" hook claude", "the command Claude Code should run")
+	if err := parse(fs, rest); err != nil {
+		return err
+	}
+	if !*install {
+		return usageError{"nothing to do: run without flags as the hook, or with --install to wire it"}
+	}
+	if strings.Contains(self, os.TempDir()) && strings.Contains(self, "go-build") {
+		fmt.Fprintln(stderr, "warning: this wheelhouse binary lives in a temporary `go run` folder; install it (go install ./cmd/wheelhouse) and run --install from there")
+	}
+	dir, err := filepath.Abs(*project)
+	if err != nil {
+		return err
+	}
+	return claude.Install(dir, *command, stdout)
+}
+
+func hookStateDir() string {
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "wheelhouse")
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t'\"$`\\") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
