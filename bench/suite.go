@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/bridge/claude"
 )
 
 // Options scale the suite.
@@ -14,6 +17,10 @@ type Options struct {
 	Concurrency int   // concurrent posters (default 32)
 	Subscribers []int // fan-out sizes (default 1, 100, 1000)
 	Mentions    int   // mentions for steer latency (default 1000)
+	// HookCmd, if set, also times the Claude Code hook process (e.g.
+	// ["wheelhouse-hook", "claude"]) beside `sh -c :`.
+	HookCmd  []string
+	HookRuns int // default 200
 }
 
 func (o *Options) defaults() {
@@ -80,5 +87,24 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		return check(err, "mention latency")
 	}
 	fmt.Fprintf(w, "  hub + bridge  %s\n  baseline: raw NATS request/reply %s\n  ratio p50 %s  p99 %s\n", ml, rr, ratio(ml.P50, rr.P50), ratio(ml.P99, rr.P99))
+	if len(o.HookCmd) > 0 {
+		if o.HookRuns == 0 {
+			o.HookRuns = 200
+		}
+		fmt.Fprintf(w, "\nClaude Code hook, whole process (%d runs each)\n", o.HookRuns)
+		hb, err := claude.BenchHook(ctx, o.HookCmd, o.HookRuns)
+		if err != nil {
+			return check(err, "hook")
+		}
+		fmt.Fprint(w, indent(hb.String()))
+	}
 	return nil
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
 }

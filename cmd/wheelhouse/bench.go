@@ -10,12 +10,13 @@ import (
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "bench [--posts N] [--concurrency N] [--subscribers 1,100,1000] [--mentions N]", stderr)
+	fs := newFlags("bench", "bench [--posts N] [--concurrency N] [--subscribers 1,100,1000] [--mentions N] [--hook CMD]", stderr)
 	var o bench.Options
 	fs.IntVar(&o.Posts, "posts", 5000, "messages for the throughput run")
 	fs.IntVar(&o.Concurrency, "concurrency", 32, "concurrent HTTP posters")
 	subs := fs.String("subscribers", "1,100,1000", "WebSocket fan-out sizes")
 	fs.IntVar(&o.Mentions, "mentions", 1000, "mentions for the steer latency run")
+	hook := fs.String("hook", "", `also time this Claude Code hook command, e.g. "wheelhouse-hook claude"`)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -26,5 +27,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		o.Subscribers = append(o.Subscribers, n)
 	}
+	o.HookCmd = strings.Fields(*hook)
 	return bench.Run(ctx, o, stdout)
 }

@@ -28,15 +28,14 @@ func runHook(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("hook claude", "hook claude --install [--project DIR] [--command CMD]", stderr)
 	install := fs.Bool("install", false, "wire this hook into <project>/.claude/settings.local.json (shows the change first; never touches settings.json)")
 	project := fs.String("project", ".", "the project folder Claude Code runs in")
-	self, _ := os.Executable()
-	command := fs.String("command", shellQuote(self)+" hook claude", "the command Claude Code should run")
+	command := fs.String("command", defaultHookCommand(), "the command Claude Code should run")
 	if err := parse(fs, rest); err != nil {
 		return err
 	}
 	if !*install {
 		return usageError{"nothing to do: run without flags as the hook, or with --install to wire it"}
 	}
-	if strings.Contains(self, os.TempDir()) && strings.Contains(self, "go-build") {
+	if self, _ := os.Executable(); strings.Contains(self, os.TempDir()) && strings.Contains(self, "go-build") {
 		fmt.Fprintln(stderr, "warning: this wheelhouse binary lives in a temporary `go run` folder; install it (go install ./cmd/wheelhouse) and run --install from there")
 	}
 	dir, err := filepath.Abs(*project)
@@ -44,6 +43,17 @@ func runHook(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	return claude.Install(dir, *command, stdout)
+}
+
+// defaultHookCommand prefers the small wheelhouse-hook binary next to this
+// one (about 3 ms per tool call instead of the full binary's start-up).
+func defaultHookCommand() string {
+	self, _ := os.Executable()
+	fast := filepath.Join(filepath.Dir(self), "wheelhouse-hook")
+	if fi, err := os.Stat(fast); err == nil && !fi.IsDir() {
+		return shellQuote(fast) + " claude"
+	}
+	return shellQuote(self) + " hook claude"
 }
 
 func hookStateDir() string {
