@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -121,9 +122,17 @@ func (b *Bridge) Run(ctx context.Context) error {
 			}
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				b.printf("lost the hub connection: %v (retrying)", err)
+			if err == nil {
+				err = errors.New("closed by the hub")
 			}
+			b.printf("lost the hub connection: %v (retrying)", err)
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if strings.Contains(strings.ToLower(err.Error()), "authorization") {
+				b.printf("the hub refuses this bridge's key: it was revoked; pair again (wheelhouse bridge pair)")
+				return
+			}
+			b.log.Warn("NATS error", "err", err)
 		}),
 	)
 	if err != nil {

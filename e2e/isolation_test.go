@@ -77,6 +77,13 @@ func TestBridgeIsolation(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("RevokingDisconnectsARunningBridge", func(t *testing.T) {
+		carol := h.AddUser(admin, "carol")
+		br := h.StartBridge(carol, nil, demoAgent("demo", bridgePolicyMembers(), 1, "10ms"))
+		carol.Must(204, "DELETE", "/api/v1/bridges/"+br.Creds.BridgeID, nil)
+		waitStatus(t, carol, "carol/demo", "offline")
+		testhub.WaitFor(t, 10*time.Second, "the bridge to notice", func() bool { return strings.Contains(br.Out(), "lost the hub connection") })
+	})
 	t.Run("RevokedBridgeCannotConnect", func(t *testing.T) {
 		alice.Must(204, "DELETE", "/api/v1/bridges/"+a.BridgeID, nil)
 		_, err := a.Connect()

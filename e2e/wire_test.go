@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"strconv"
 
+	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
@@ -13,3 +14,5 @@ func wireList() wire.InvitationsRequest { return wire.InvitationsRequest{} }
 func wireAccept(id int64) wire.InvitationsRequest {
 	return wire.InvitationsRequest{Decide: "accept", ID: id}
 }
+
+func bridgePolicyMembers() bridge.PolicyConfig { return bridge.PolicyConfig{Address: "members"} }

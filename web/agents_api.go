@@ -34,6 +34,8 @@ type AgentAPI interface {
 	PairCommand(token string) string
 	// NATSURL is where bridges connect.
 	NATSURL() string
+	// BridgeRevoked disconnects a revoked bridge that is still connected.
+	BridgeRevoked(ctx context.Context, bridgeID string)
 }
 
 func (s *Server) agentRoutes(mux *http.ServeMux) {
@@ -292,6 +294,9 @@ func (s *Server) getBridges(w http.ResponseWriter, r *http.Request, u *room.User
 func (s *Server) deleteBridge(w http.ResponseWriter, r *http.Request, u *room.User) error {
 	if err := s.rooms.RevokeBridge(r.Context(), u, r.PathValue("id")); err != nil {
 		return err
+	}
+	if s.agents != nil {
+		s.agents.BridgeRevoked(r.Context(), r.PathValue("id"))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

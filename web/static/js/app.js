@@ -8,7 +8,7 @@ import { Live } from './live.js';
 import { showLogin, showSetup, hideAuth } from './auth.js';
 import { initSidebar, renderMe, roomHref } from './sidebar.js';
 import { loadUnread, primeUnread, seenRoom, noteIncoming, forgetRoom } from './unread.js';
-import { initMessages, showRoom, clearMessages, messageArrived, receiptChanged, rerender } from './messages.js';
+import { initMessages, showRoom, clearMessages, messageArrived, receiptChanged, rerender, feedReady } from './messages.js';
 import { initComposer, showComposer, resetComposer } from './composer.js';
 import { renderHeader, openCreateRoom, openBrowse, openMembers, openStartDM } from './rooms.js';
 import { initAgents, loadRoomAgents, loadAllAgents } from './agents.js';
@@ -79,7 +79,7 @@ async function start(me) {
   live = new Live({
     since,
     onEvent,
-    onReady: ({ first }) => { if (!first) { refreshRooms(); if (state.current) loadRoomAgents(state.current); } },
+    onReady: ({ first }) => { feedReady(); if (!first) { refreshRooms(); if (state.current) loadRoomAgents(state.current); } },
     onUnauthenticated: () => sessionLost('Your session ended. Log in again.'),
   });
   live.start();

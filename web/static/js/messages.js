@@ -205,6 +205,16 @@ function appendEl(m) {
   lastShown = m;
 }
 
+// The live feed is (back) up: if the open room's first page failed to load
+// (the hub was down), load it now rather than waiting for Retry.
+export function feedReady() {
+  if (!room) return;
+  const log = logFor(room);
+  if (log.loaded || log.loading) return;
+  errorText = '';
+  loadLatest(room);
+}
+
 // A message arrived live (already added to its room's log).
 export function messageArrived(m) {
   if (m.room !== room) return;

@@ -1,0 +1,157 @@
+package browser
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+const demo = "alice/demo"
+
+// receiptJS is the status of agent's receipt on the message msg ("" if
+// there is none yet).
+func receiptJS(msg, agent string) string {
+	return fmt.Sprintf(`(((m) => m && m.querySelector(%s)?.dataset.status) (%s) || '')`,
+		js(fmt.Sprintf(`.receipts .receipt[data-agent=%q]`, agent)), msg)
+}
+
+// waitReceipt waits until the receipt of agent on msg has one of statuses.
+func (p *page) waitReceipt(t testing.TB, msg, agent string, statuses ...string) {
+	t.Helper()
+	list := "["
+	for i, s := range statuses {
+		if i > 0 {
+			list += ","
+		}
+		list += js(s)
+	}
+	list += "]"
+	p.waitJS(t, fmt.Sprintf("a receipt of @%s in %v", agent, statuses), fmt.Sprintf(`%s.includes(%s)`, list, receiptJS(msg, agent)))
+}
+
+// waitIdle waits until the agent panel shows the demo agent idle.
+func (p *page) waitIdle(t testing.TB) {
+	t.Helper()
+	p.visible(t, fmt.Sprintf(`#agent-panel .agent-row[data-handle=%q][data-status="idle"]`, demo))
+}
+
+func (s *suite) mentionReceipt(t *testing.T) {
+	a, b := s.al, s.bo
+	b.compose(t, "@alice/demo list the files please")
+	// Before sending, the composer says what the mention will do.
+	b.visible(t, `#composer-hint .mode-hint[data-agent="alice/demo"][data-mode="start"]`)
+	b.do(t, "press Enter", pressEnter())
+
+	msg := messageJS("bob", "list the files please")
+	b.waitReceipt(t, msg, demo, "started", "steered")
+	b.visible(t, `#messages .receipt[data-agent="alice/demo"] .receipt-text`)
+	a.waitJS(t, "bob's mention on alice's page", msg)
+
+	reply := messageJS(demo, "list the files please")
+	for _, p := range []*page{a, b} {
+		p.waitJS(t, "the agent's reply", reply)
+		p.visible(t, `#messages .message[data-author="alice/demo"][data-author-kind="agent"] .tag-agent`)
+		p.visible(t, `#messages .activity-group[data-author="alice/demo"]`) // progress folds into Activity
+	}
+	b.waitIdle(t)
+	b.waitReceipt(t, msg, demo, "started", "steered")
+	b.shot(t, s.shots, "room")
+}
+
+func (s *suite) approval(t *testing.T) {
+	a, b := s.al, s.bo
+	a.waitIdle(t)
+	b.send(t, "@alice/demo delete old.log")
+	msg := messageJS("bob", "delete old.log")
+	b.waitReceipt(t, msg, demo, "started", "steered")
+
+	card := `#approval-tray .approval-card[data-agent="alice/demo"][data-owner="alice"][data-status="pending"]`
+	// The owner decides: full card with the buttons, the hash and the taint.
+	a.visible(t, card+" button.approve")
+	a.visible(t, card+" button.deny")
+	a.visible(t, card+" .tainted-flag") // bob steered the turn
+	a.waitJS(t, "the payload hash", fmt.Sprintf(`document.querySelector(%s).dataset.hash.length === 64`, js(card+" .payload-hash")))
+	a.visible(t, card+" .approval-expires")
+	// Everyone else waits on the owner.
+	b.visible(t, card+" .awaiting")
+	b.waitJS(t, "awaiting @alice", fmt.Sprintf(`document.querySelector(%s).textContent === 'awaiting @alice'`, js(card+" .awaiting")))
+	if eval[bool](t, b, fmt.Sprintf(`!!document.querySelector(%s)`, js("#approval-tray :is(button.approve, button.deny)"))) {
+		t.Fatal("bob, who does not own the agent, is offered Approve/Deny")
+	}
+	b.visible(t, `#agent-panel .agent-row[data-handle="alice/demo"][data-status="needs-approval"]`)
+
+	// A mention while the turn waits steers that very turn.
+	b.send(t, "@alice/demo also check notes.txt")
+	steer := messageJS("bob", "also check notes.txt")
+	b.waitReceipt(t, steer, demo, "steered", "rejected", "queued")
+	if st := eval[string](t, b, receiptJS(steer, demo)); st != "steered" {
+		t.Fatalf("a mention while the turn waits for approval: receipt %q, want steered", st)
+	}
+	a.shot(t, s.shots, "approval")
+
+	a.click(t, card+" button.approve")
+	decided := `#approval-tray .approval-card[data-agent="alice/demo"][data-status="approved"]`
+	for _, p := range []*page{a, b} {
+		p.visible(t, decided)
+		p.waitJS(t, "the deletion reported", messageJS(demo, "deleted old.log"))
+		p.waitJS(t, "the steer noted in the reply", messageJS(demo, "Noted from bob"))
+	}
+	a.waitJS(t, "decided by alice", fmt.Sprintf(`document.querySelector(%s).textContent.includes('Approved by @alice')`, js(decided)))
+	a.waitIdle(t)
+}
+
+func (s *suite) consent(t *testing.T) {
+	a, b := s.al, s.bo
+	s.h.Login("bob", password("bob")).Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "bob-lab", "topic": "Bob's experiments"})
+	b.click(t, `.room-link[data-room="bob-lab"]`) // appears live
+	b.waitJS(t, "#bob-lab open", `document.querySelector('#room-title').textContent === '#bob-lab'`)
+	b.visible(t, "#agent-panel .empty-agents")
+
+	// bob asks for alice's agent: an invitation, not a join.
+	b.fill(t, "#add-agent-input", demo)
+	b.click(t, "#add-agent-submit")
+	b.waitJS(t, "the invitation note", `document.querySelector('#add-agent-note').textContent.includes('Invitation sent')`)
+	b.visible(t, `#agent-panel .invite-row[data-status="pending"]`)
+	if eval[bool](t, b, `!!document.querySelector('#agent-panel .agent-row')`) {
+		t.Fatal("the agent joined bob's room before its owner agreed")
+	}
+
+	// alice answers in her Inbox.
+	a.visible(t, "#panel-badge")
+	a.waitJS(t, "the inbox badge", `document.querySelector('#inbox-badge').textContent === '1'`)
+	a.click(t, "#tab-inbox")
+	inv := `#inbox-panel .invitation-card[data-status="pending"]`
+	a.waitJS(t, "the invitation names the room", fmt.Sprintf(`document.querySelector(%s).textContent.includes('#bob-lab')`, js(inv)))
+	a.click(t, inv+" button.accept")
+	a.gone(t, inv)
+	a.gone(t, "#inbox-badge")
+
+	b.visible(t, `#agent-panel .agent-row[data-handle="alice/demo"]`)
+	b.gone(t, "#agent-panel .invite-row")
+
+	a.click(t, "#tab-agents")
+	a.visible(t, `#agent-panel .agent-row[data-handle="alice/demo"] button.timeline`)
+	a.shot(t, s.shots, "agents")
+}
+
+func (s *suite) timeline(t *testing.T) {
+	a := s.al
+	a.click(t, `#agent-panel .agent-row[data-handle="alice/demo"] button.timeline`)
+	a.visible(t, "#timeline-dialog")
+	for _, kind := range []string{"consent.added", "turn.started", "approval.requested", "approval.approved", "turn.ended"} {
+		a.visible(t, fmt.Sprintf(`#timeline-list .timeline-entry[data-kind=%q]`, kind))
+	}
+	if eval[bool](t, a, `!!document.querySelector('#timeline-dialog .chain-broken')`) {
+		t.Error("the timeline says its hash chain does not verify")
+	}
+	a.shot(t, s.shots, "timeline")
+
+	// The family filter keeps only turn.* entries.
+	a.waitJS(t, "the turn.* filter", `!!document.querySelector('#timeline-kind option[value="family:turn"]')`)
+	eval[bool](t, a, `(() => { const s = document.querySelector('#timeline-kind'); s.value = 'family:turn'; s.dispatchEvent(new Event('change')); return true; })()`)
+	a.waitJS(t, "only turn entries", `(() => { const es = [...document.querySelectorAll('#timeline-list .timeline-entry')]; return es.length > 0 && es.every((e) => e.dataset.kind.startsWith('turn.')); })()`)
+	a.do(t, "press Esc", chromedp.KeyEvent(kb.Escape))
+	a.waitJS(t, "the dialog to close", `!document.querySelector('#timeline-dialog')`)
+}
