@@ -41,3 +41,22 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add("[[agent]]\nname='a'\nharness='demo'\n[agent.policy]\nmax_age='1s'\n")
+	f.Add("credentials = 'x'\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		c, err := ParseConfig(text)
+		if err != nil {
+			return
+		}
+		for _, a := range c.Agents {
+			if a.Name == "" || a.Harness == "" {
+				t.Fatalf("accepted an agent without name or harness: %+v", a)
+			}
+			if _, err := a.PolicyFile.Policy(); err != nil {
+				t.Fatalf("accepted a config whose policy does not convert: %v", err)
+			}
+		}
+	})
+}

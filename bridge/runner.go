@@ -112,7 +112,7 @@ func (r *runner) steer(st wire.Steer) wire.Receipt {
 	r.op.Lock()
 	defer r.op.Unlock()
 	r.mu.Lock()
-	status, turn, steers := r.status, r.turnID, r.steers
+	status, turn, steers, lastEnded, endedAt := r.status, r.turnID, r.steers, r.lastEnded, r.endedAt
 	r.mu.Unlock()
 	if status == wire.AgentFailed {
 		return reject(wire.ReasonAgentFailed, "the agent is not running: "+r.failure)
@@ -125,6 +125,11 @@ func (r *runner) steer(st wire.Steer) wire.Receipt {
 			return reject(wire.ReasonStaleTurn, fmt.Sprintf("turn %s ended; %s is running now — send again to steer it", st.ExpectedTurn, turn))
 		case !busy && !pol.StartOnEnded:
 			return reject(wire.ReasonTurnEnded, fmt.Sprintf("turn %s has ended and @%s's policy does not start a new turn for it", st.ExpectedTurn, r.cfg.Name))
+		case !busy && st.ExpectedTurn == lastEnded && pol.Grace > 0 && r.b.cfg.Now().Sub(endedAt) > pol.Grace.D():
+			// Within the grace period a steer for a turn that just ended
+			// continues as a new turn; later it was meant for work that is over.
+			return reject(wire.ReasonTurnEnded, fmt.Sprintf("turn %s ended %s ago, past the %s grace period; send it again to start a new turn",
+				st.ExpectedTurn, r.b.cfg.Now().Sub(endedAt).Round(time.Second), pol.Grace.D()))
 		}
 	}
 	mode := authz.SteerMode(authz.ModeCheck{Busy: busy, CanSteer: r.h.CanSteer(), SteeringEnabled: pol.Steering, SteersThisTurn: steers, MaxSteers: pol.MaxSteers})

@@ -240,3 +240,43 @@ func TestConsent(t *testing.T) {
 		receipt(t, tm.dave, "fourth", id, "alice/demo", "started")
 	})
 }
+
+// A steer meant for a turn that just ended starts a new turn within the
+// owner's grace period, and is rejected after it.
+func TestTurnEndedGrace(t *testing.T) {
+	tm := newTeam(t)
+	tm.h.StartBridge(tm.alice, nil,
+		bridge.AgentConfig{Name: "quick", Harness: "exec", Command: []string{"cat"}, PolicyFile: bridge.PolicyConfig{Address: "members", Grace: "1h"}},
+		bridge.AgentConfig{Name: "strict", Harness: "exec", Command: []string{"cat"}, PolicyFile: bridge.PolicyConfig{Address: "members", Grace: "1ms"}},
+		bridge.AgentConfig{Name: "never", Harness: "exec", Command: []string{"cat"}, PolicyFile: bridge.PolicyConfig{Address: "members", StartOnEnded: boolp(false)}},
+	)
+	for _, name := range []string{"quick", "strict", "never"} {
+		tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/" + name})
+	}
+	finished := func(name string) string {
+		id, _ := post(t, tm.bob, "dev", "@alice/"+name+" first", nil)
+		turn := receipt(t, tm.bob, "dev", id, "alice/"+name, "started")["turnId"].(string)
+		waitAgentSays(t, tm.bob, "dev", "alice/"+name, "first")
+		waitStatus(t, tm.bob, "alice/"+name, "idle")
+		return turn
+	}
+	for _, c := range []struct{ agent, status, reason string }{
+		{"quick", "started", ""},
+		{"strict", "rejected", "turn-ended"},
+		{"never", "rejected", "turn-ended"},
+	} {
+		t.Run(c.agent, func(t *testing.T) {
+			turn := finished(c.agent)
+			id, _ := post(t, tm.bob, "dev", "@alice/"+c.agent+" a follow-up to that turn", map[string]string{"alice/" + c.agent: turn})
+			rc := receipt(t, tm.bob, "dev", id, "alice/"+c.agent, "started", "rejected")
+			if rc["status"] != c.status || str(rc["reason"]) != c.reason {
+				t.Fatalf("receipt %v, want %s %s", rc, c.status, c.reason)
+			}
+		})
+	}
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
