@@ -7,6 +7,7 @@ import (
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
+	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
 // team is a hub with alice (agent owner), bob (allowed), dave (plain
@@ -279,4 +280,21 @@ func TestTurnEndedGrace(t *testing.T) {
 func str(v any) string {
 	s, _ := v.(string)
 	return s
+}
+
+// A steer whose answer never comes (the node that sent it stopped) still
+// ends in a receipt.
+func TestUnansweredSteerEnds(t *testing.T) {
+	h := testhub.Start(t, testhub.Options{SteerTimeout: 200 * time.Millisecond})
+	admin := h.Setup("root", "correct horse")
+	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "dev"})
+	id := admin.Post("dev", "@root/ghost hello")
+	// As if a hub had recorded the steer and died before the bridge answered.
+	if err := h.Rooms().RecordSteer(t.Context(), room.Receipt{SteerID: "s-orphan", MessageID: id, Room: "dev", Agent: "root/ghost", Sender: "root", Status: room.StatusPending}); err != nil {
+		t.Fatal(err)
+	}
+	testhub.WaitFor(t, 10*time.Second, "the orphaned steer to end", func() bool {
+		r, err := h.Rooms().Receipt(t.Context(), "s-orphan")
+		return err == nil && r.Status == "rejected" && r.Reason == "timeout"
+	})
 }

@@ -109,10 +109,10 @@ func (l *Link) deliverOne(ctx context.Context, sender *room.User, m *room.Messag
 	}
 	go func() { // detached: the receipt is recorded even if the poster goes away
 		defer l.wg.Done()
-		bctx, cancel := context.WithTimeout(context.Background(), SteerTimeout+5*time.Second)
+		bctx, cancel := context.WithTimeout(context.Background(), 2*l.h.cfg.SteerTimeout)
 		defer cancel()
 		var rc wire.Receipt
-		if err := l.request(bctx, a.Bridge, wire.KindSteer, st, &rc, SteerTimeout); err != nil {
+		if err := l.request(bctx, a.Bridge, wire.KindSteer, st, &rc, l.h.cfg.SteerTimeout); err != nil {
 			rc = wire.Receipt{SteerID: r.SteerID, Status: wire.StatusRejected, Reason: wh.ErrorReason(err), Detail: wh.ErrorMessage(err)}
 		}
 		rc.SteerID = r.SteerID

@@ -54,8 +54,11 @@ type Config struct {
 	// (defaults DefaultSteerBurst, DefaultSteerRefill).
 	SteerBurst  int
 	SteerRefill time.Duration
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// SteerTimeout is how long the hub waits for a bridge's receipt before
+	// the steer ends "rejected: timeout" (default DefaultSteerTimeout).
+	SteerTimeout time.Duration
+	Logger       *slog.Logger
+	Now          func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -80,6 +83,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SteerRefill <= 0 {
 		c.SteerRefill = DefaultSteerRefill
+	}
+	if c.SteerTimeout <= 0 {
+		c.SteerTimeout = DefaultSteerTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -18,11 +18,11 @@ import (
 )
 
 // Timeouts on the hub↔bridge path. A steer always ends in a receipt: a
-// bridge that does not answer within SteerTimeout yields "rejected: timeout".
+// bridge that does not answer within Config.SteerTimeout yields "rejected: timeout".
 const (
-	SteerTimeout   = 5 * time.Second
-	ControlTimeout = 5 * time.Second
-	deliverWait    = 1500 * time.Millisecond
+	DefaultSteerTimeout = 5 * time.Second
+	ControlTimeout      = 5 * time.Second
+	deliverWait         = 1500 * time.Millisecond
 	// DefaultSteerBurst and DefaultSteerRefill bound how fast one sender
 	// may mention one agent: a burst, then one per refill interval.
 	DefaultSteerBurst  = 10
@@ -325,6 +325,25 @@ func (l *Link) watchPresence() {
 		l.mu.Unlock()
 		for i, id := range gone {
 			l.markOffline(id, keys[i])
+		}
+		l.expireUnanswered()
+	}
+}
+
+// expireUnanswered ends steers that never got an answer — the node that sent
+// them stopped before the bridge replied — so none stays pending forever.
+func (l *Link) expireUnanswered() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stale, err := l.rooms.StalePendingSteers(ctx, l.rooms.Now().Add(-2*l.h.cfg.SteerTimeout))
+	if err != nil {
+		return
+	}
+	for _, r := range stale {
+		err := l.rooms.UpdateSteer(ctx, wire.Receipt{SteerID: r.SteerID, Status: wire.StatusRejected, Reason: wire.ReasonTimeout,
+			Detail: "no answer from the agent's bridge: the hub was restarted or lost it mid-delivery; send again"})
+		if err != nil && wh.ErrorCode(err) != wh.EConflict {
+			l.log.Warn("expiring an unanswered steer failed", "steer", r.SteerID, "err", err)
 		}
 	}
 }

@@ -33,7 +33,8 @@ func (s *Service) registerCoreAppliers() {
 	s.appliers[EvMessagePosted] = s.applyMessagePosted
 }
 
-func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// ts formats times for storage: fixed width, so SQL compares them in order.
+func ts(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z07:00") }
 
 func decode(ev Event, v any) error {
 	if err := json.Unmarshal(ev.Data, v); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -258,7 +259,14 @@ func (l *Log) applyBatch(batch []jetstream.Msg) error {
 		switch {
 		case aerr == nil:
 			feed = append(feed, items...)
-		case errors.As(aerr, &we) && we.Code != wh.EInternal:
+		case errors.As(aerr, &we) && we.Code != wh.EInternal, isConstraint(aerr):
+			// Refused the same way on every node: the event leaves no trace.
+			// (A constraint failure is as deterministic as a domain refusal;
+			// stopping the projector on it would wedge every node forever.)
+			if we == nil {
+				l.log.Error("event refused by a database constraint", "seq", seq, "type", ev.Type, "err", aerr)
+				aerr = wh.Wrap(aerr, "the change could not be applied")
+			}
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO ev`); err != nil {
 				return err
 			}
@@ -297,4 +305,10 @@ func (l *Log) applyBatch(batch []jetstream.Msg) error {
 		}
 	}
 	return nil
+}
+
+// isConstraint reports a SQLite constraint failure (deterministic for a
+// given event and projection).
+func isConstraint(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "constraint failed")
 }

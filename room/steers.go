@@ -100,8 +100,10 @@ func applySteerReceipt(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([
 		expires_at = COALESCE(?, expires_at), updated_at = ? WHERE id = ?`, d.Status, d.Reason, d.Detail, d.TurnID, d.TurnID, exp, ts(ev.At), d.ID); err != nil {
 		return nil, err
 	}
-	if err := timelineTx(ctx, tx, seq, agentID, "receipt", d.TurnID, "", map[string]any{"steerId": d.ID, "status": d.Status, "reason": d.Reason, "detail": d.Detail}, ev.At); err != nil {
-		return nil, err
+	if agentID != 0 { // a mention of an unknown agent has no timeline
+		if err := timelineTx(ctx, tx, seq, agentID, "receipt", d.TurnID, "", map[string]any{"steerId": d.ID, "status": d.Status, "reason": d.Reason, "detail": d.Detail}, ev.At); err != nil {
+			return nil, err
+		}
 	}
 	return receiptFeedTx(ctx, tx, seq, d.ID, ev.At)
 }
@@ -229,4 +231,23 @@ func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedIte
 func (s *Service) SetAgentStatus(ctx context.Context, handle, status, turnID, turnRoom string, steeredBy []string) error {
 	_, err := s.append(ctx, EvAgentStatus, agentStatus{Handle: handle, Status: status, TurnID: turnID, TurnRoom: turnRoom, SteeredBy: steeredBy})
 	return err
+}
+
+// StalePendingSteers lists steers still pending (sent, never answered)
+// that were last updated before cutoff.
+func (s *Service) StalePendingSteers(ctx context.Context, cutoff time.Time) ([]Receipt, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+receiptCols+` WHERE s.status = 'pending' AND s.updated_at < ? LIMIT 100`, ts(cutoff))
+	if err != nil {
+		return nil, wh.Wrap(err, "read steers")
+	}
+	defer rows.Close()
+	var out []Receipt
+	for rows.Next() {
+		r, err := scanReceipt(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

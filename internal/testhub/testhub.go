@@ -28,6 +28,8 @@ type Options struct {
 	// HTTPAddr fixes the listen address (restart tests reuse the port a
 	// browser is connected to); default 127.0.0.1:0.
 	HTTPAddr string
+	// SteerTimeout shortens the wait for a bridge's receipt.
+	SteerTimeout time.Duration
 }
 
 // Hub is a running test hub.
@@ -67,7 +69,7 @@ func Start(t testing.TB, o Options) *Hub {
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
-	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue})
+	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
