@@ -17,8 +17,8 @@ func (s *Service) registerAgentAppliers() {
 	s.appliers[EvAgentRegistered] = applyAgentRegistered
 	s.appliers[EvAgentPolicy] = applyAgentPolicy
 	s.appliers[EvAgentStatus] = applyAgentStatus
-	s.appliers[EvAgentAdded] = applyAgentAdded
-	s.appliers[EvAgentRemoved] = applyAgentRemoved
+	s.appliers[EvAgentAdded] = applyAgentRoomChange(true)
+	s.appliers[EvAgentRemoved] = applyAgentRoomChange(false)
 	s.appliers[EvInvitationCreated] = applyInvitationCreated
 	s.appliers[EvInvitationDecided] = applyInvitationDecided
 	s.appliers[EvSteerRecorded] = applySteerRecorded
@@ -176,64 +176,48 @@ func nonNilStrings(s []string) []string {
 	return s
 }
 
-func applyAgentAdded(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d agentRoomChange
-	if err := decode(ev, &d); err != nil {
-		return nil, err
+// applyAgentRoomChange adds (owner's consent) or removes an agent from a
+// room: the same steps, opposite statements.
+func applyAgentRoomChange(add bool) applier {
+	stmt, kind, typ := `DELETE FROM room_agents WHERE room_id = ? AND agent_id = ?`, "consent.removed", EvAgentRemoved
+	if add {
+		stmt, kind, typ = `INSERT INTO room_agents (room_id, agent_id, added_by) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, "consent.added", EvAgentAdded
 	}
-	a, err := agentByHandleTx(ctx, tx, d.Handle)
-	if err != nil {
-		return nil, err
+	return func(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
+		var d agentRoomChange
+		if err := decode(ev, &d); err != nil {
+			return nil, err
+		}
+		a, err := agentByHandleTx(ctx, tx, d.Handle)
+		if err != nil {
+			return nil, err
+		}
+		rid, err := roomIDTx(ctx, tx, d.Room)
+		if err != nil {
+			return nil, err
+		}
+		args := []any{rid, a.ID}
+		if add {
+			args = append(args, d.By)
+		}
+		res, err := tx.ExecContext(ctx, stmt, args...)
+		if err != nil {
+			return nil, err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			if add {
+				return nil, wh.Errorf(wh.EConflict, "@%s is already in %s", d.Handle, d.Room)
+			}
+			return nil, wh.Errorf(wh.ENotFound, "@%s is not in %s", d.Handle, d.Room)
+		}
+		if err := timelineTx(ctx, tx, seq, a.ID, kind, "", d.By, map[string]string{"room": d.Room}, ev.At); err != nil {
+			return nil, err
+		}
+		ids, err := roomMembersTx(ctx, tx, rid)
+		if err != nil {
+			return nil, err
+		}
+		return feedTx(ctx, tx, seq, rid, 0, ids, map[string]any{"id": seq, "type": typ, "room": d.Room, "at": ev.At,
+			"data": map[string]any{"handle": d.Handle, "by": d.By}})
 	}
-	rid, err := roomIDTx(ctx, tx, d.Room)
-	if err != nil {
-		return nil, err
-	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO room_agents (room_id, agent_id, added_by) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, rid, a.ID, d.By)
-	if err != nil {
-		return nil, err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, wh.Errorf(wh.EConflict, "@%s is already in %s", d.Handle, d.Room)
-	}
-	if err := timelineTx(ctx, tx, seq, a.ID, "consent.added", "", d.By, map[string]string{"room": d.Room}, ev.At); err != nil {
-		return nil, err
-	}
-	ids, err := roomMembersTx(ctx, tx, rid)
-	if err != nil {
-		return nil, err
-	}
-	return feedTx(ctx, tx, seq, rid, 0, ids, map[string]any{"id": seq, "type": EvAgentAdded, "room": d.Room, "at": ev.At,
-		"data": map[string]any{"handle": d.Handle, "by": d.By}})
-}
-
-func applyAgentRemoved(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d agentRoomChange
-	if err := decode(ev, &d); err != nil {
-		return nil, err
-	}
-	a, err := agentByHandleTx(ctx, tx, d.Handle)
-	if err != nil {
-		return nil, err
-	}
-	rid, err := roomIDTx(ctx, tx, d.Room)
-	if err != nil {
-		return nil, err
-	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM room_agents WHERE room_id = ? AND agent_id = ?`, rid, a.ID)
-	if err != nil {
-		return nil, err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, wh.Errorf(wh.ENotFound, "@%s is not in %s", d.Handle, d.Room)
-	}
-	if err := timelineTx(ctx, tx, seq, a.ID, "consent.removed", "", d.By, map[string]string{"room": d.Room}, ev.At); err != nil {
-		return nil, err
-	}
-	ids, err := roomMembersTx(ctx, tx, rid)
-	if err != nil {
-		return nil, err
-	}
-	return feedTx(ctx, tx, seq, rid, 0, ids, map[string]any{"id": seq, "type": EvAgentRemoved, "room": d.Room, "at": ev.At,
-		"data": map[string]any{"handle": d.Handle, "by": d.By}})
 }
