@@ -273,3 +273,23 @@ func TestChangedPayloadRefused(t *testing.T) {
 		t.Fatalf("agent said %q", msg)
 	}
 }
+
+func TestApprovalReachesOwnersDM(t *testing.T) {
+	tm := newTeam(t)
+	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 2, "20ms"))
+	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	id, _ := post(t, tm.bob, "dev", "@alice/demo delete old.log", nil)
+	receipt(t, tm.bob, "dev", id, "alice/demo", "started")
+	ap := waitPendingApproval(t, tm.alice, "alice/demo")
+	dm := room.AgentDMName("alice", "alice/demo")
+	testhub.WaitFor(t, 10*time.Second, "the note in alice's DM with the agent", func() bool {
+		r := tm.alice.Do("GET", "/api/v1/rooms/"+dm+"/messages", nil)
+		for _, m := range testhub.AsList(r.Body["messages"]) {
+			if strings.Contains(m["text"].(string), ap["id"].(string)) && strings.Contains(m["text"].(string), "tainted") {
+				return true
+			}
+		}
+		return false
+	})
+	tm.bob.Must(404, "GET", "/api/v1/rooms/"+dm+"/messages", nil)
+}

@@ -188,6 +188,7 @@ func (l *Link) handle(m *nats.Msg) {
 			return
 		}
 		l.reply(m, wire.Ack{OK: true})
+		l.tellOwner(ctx, b, req)
 	case wire.KindInvitations:
 		var req wire.InvitationsRequest
 		json.Unmarshal(m.Data, &req)
@@ -498,4 +499,32 @@ func (l *Link) invitations(ctx context.Context, b *room.Bridge, req wire.Invitat
 		}
 	}
 	return out
+}
+
+// tellOwner puts a note about an approval request into the owner's DM with
+// the agent (created on first use), so the owner finds it even when the
+// turn runs in a room they are not watching.
+func (l *Link) tellOwner(ctx context.Context, b *room.Bridge, req wire.ApprovalRequest) {
+	owner, err := l.rooms.UserByName(ctx, b.Owner)
+	if err != nil {
+		return
+	}
+	handle := b.Owner + "/" + req.Agent
+	dm, err := l.rooms.OpenAgentDM(ctx, owner, handle)
+	if err != nil || dm.Name == req.Room {
+		return
+	}
+	where := "a DM"
+	if req.Room != "" {
+		where = "#" + req.Room
+	}
+	taint := ""
+	if req.Tainted {
+		taint = " It is tainted: steered by @" + strings.Join(req.SteeredBy, ", @") + "."
+	}
+	text := fmt.Sprintf("Approval needed in %s: %s (%s, hash %s…).%s Decide on the card in %s, or on your bridge: wheelhouse approve %s --hash %s",
+		where, req.Summary, req.Tool, req.PayloadHash[:12], taint, where, req.ID, req.PayloadHash)
+	if _, err := l.rooms.PostAs(ctx, room.AuthorSystem, "wheelhouse", dm.Name, text, req.TurnID, "approval"); err != nil {
+		l.log.Warn("telling the owner about an approval failed", "approval", req.ID, "err", err)
+	}
 }
