@@ -31,10 +31,11 @@ func (p *page) waitReceipt(t testing.TB, msg, agent string, statuses ...string) 
 	p.waitJS(t, fmt.Sprintf("a receipt of @%s in %v", agent, statuses), fmt.Sprintf(`%s.includes(%s)`, list, receiptJS(msg, agent)))
 }
 
-// waitIdle waits until the agent panel shows the demo agent idle.
+// waitIdle waits until the agent panel shows the demo agent idle, and
+// that a mention would start a turn (the mode follows the status).
 func (p *page) waitIdle(t testing.TB) {
 	t.Helper()
-	p.visible(t, fmt.Sprintf(`#agent-panel .agent-row[data-handle=%q][data-status="idle"]`, demo))
+	p.visible(t, fmt.Sprintf(`#agent-panel .agent-row[data-handle=%q][data-status="idle"] .agent-mode[data-mode="start"]`, demo))
 }
 
 func (s *suite) mentionReceipt(t *testing.T) {

@@ -166,11 +166,11 @@ func (p *page) do(t testing.TB, what string, steps ...chromedp.Action[chromedp.V
 }
 
 // eval evaluates a JavaScript expression in p and decodes its value.
-func eval[T any](t testing.TB, p *page, expr string, opts ...chromedp.EvaluateOption) T {
+func eval[T any](t testing.TB, p *page, expr string) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
 		t.Fatalf("%s: evaluate %s: %v", p.name, expr, err)
 	}
@@ -209,7 +209,8 @@ func (p *page) snapshot() string {
 	return "--- " + p.name + "'s page ---\n" + s + "\n---"
 }
 
-// visible waits until the first element matching sel is rendered visibly.
+// visible waits until an element matching sel is rendered visibly (not
+// display:none, not visibility:hidden).
 func (p *page) visible(t testing.TB, sel string) {
 	t.Helper()
 	p.waitJS(t, sel+" visible", visibleJS(sel))
@@ -335,6 +336,10 @@ func (p *page) shot(t testing.TB, dir, name string) {
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
 	defer cancel()
+	// The pointer rests in a corner, so no hover highlight shows.
+	if err := chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, 0, 0)); err != nil {
+		t.Fatalf("%s: move the pointer away: %v", p.name, err)
+	}
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("%s: screenshot %s: %v", p.name, name, err)
