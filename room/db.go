@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 
@@ -23,6 +24,8 @@ type DB struct {
 	Path string
 	w    *sql.DB // single writer
 	r    *sql.DB // read pool
+
+	done chan struct{}
 
 	mu     sync.Mutex
 	stmts  map[string]*sql.Stmt // prepared hot-path reads
@@ -86,7 +89,7 @@ func (db *DB) stmt(ctx context.Context, q string) *sql.Stmt {
 // embedded migrations. It refuses a database written by a newer binary.
 func OpenDB(ctx context.Context, path string) (*DB, error) {
 	dsn := "file:" + filepath.ToSlash(path) +
-		"?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, wh.Wrap(err, "open database %s", path)
@@ -109,11 +112,34 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
+	db.done = make(chan struct{})
+	go db.checkpoints()
 	return db, nil
+}
+
+// checkpoints moves the WAL into the database in the background, off the
+// projector's commit path (automatic checkpoints would run inside the
+// writer's commits and stall the projection for milliseconds). PASSIVE
+// never blocks the writer.
+func (db *DB) checkpoints() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.done:
+			return
+		case <-t.C:
+			db.r.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		}
+	}
 }
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	if db.done != nil {
+		close(db.done)
+		db.done = nil
+	}
 	db.mu.Lock()
 	for _, st := range db.stmts {
 		st.Close()
