@@ -79,7 +79,7 @@ func roomMembersTx(ctx context.Context, tx *sql.Tx, roomID int64) ([]int64, erro
 }
 
 // feedTx stores a feed row and returns the item for live delivery.
-func feedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID, userID int64, recipients []int64, body any) ([]FeedItem, error) {
+func feedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID, userID int64, recipients []int64, body map[string]any) ([]FeedItem, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
@@ -87,7 +87,8 @@ func feedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID, userID int64, r
 	if _, err := tx.ExecContext(ctx, `INSERT INTO feed (seq, room_id, user_id, body) VALUES (?, ?, ?, ?)`, seq, roomID, userID, b); err != nil {
 		return nil, err
 	}
-	return []FeedItem{{Seq: seq, RoomID: roomID, Recipients: recipients, Body: b}}, nil
+	kind, _ := body["type"].(string)
+	return []FeedItem{{Seq: seq, Kind: kind, RoomID: roomID, Recipients: recipients, Body: b}}, nil
 }
 
 func applyUserCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
@@ -305,7 +306,7 @@ func (s *Service) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64
 	if _, err := s.db.txStmt(ctx, tx, sqlInsertFeed).ExecContext(ctx, seq, rid, b); err != nil {
 		return nil, err
 	}
-	return []FeedItem{{Seq: seq, RoomID: rid, Recipients: ids, Body: b}}, nil
+	return []FeedItem{{Seq: seq, Kind: "message", RoomID: rid, Recipients: ids, Body: b}}, nil
 }
 
 func nonNil(m []Mention) []Mention {

@@ -215,6 +215,7 @@ func (s *Service) CreateToken(ctx context.Context, actor *User, label string) (s
 // Revoke ends a session or token.
 func (s *Service) Revoke(ctx context.Context, secret string) error {
 	_, err := s.append(ctx, EvCredentialRevoked, credentialRevoked{TokenHash: HashSecret(secret)})
+	s.cache.dropAuth(HashSecret(secret))
 	return err
 }
 
@@ -223,11 +224,15 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, error
 	if secret == "" {
 		return nil, wh.Errorf(wh.EUnauthenticated, "log in first (session cookie or Authorization: Bearer token)")
 	}
+	hash := HashSecret(secret)
+	if u, ok := s.cache.getAuth(hash, s.now()); ok {
+		return &u, nil
+	}
 	var u User
 	var exp sql.NullString
 	var revoked bool
 	err := s.db.stmt(ctx, `SELECT u.id, u.name, u.display, u.is_admin, c.expires_at, c.revoked
-		FROM credentials c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`).QueryRowContext(ctx, HashSecret(secret)).
+		FROM credentials c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`).QueryRowContext(ctx, hash).
 		Scan(&u.ID, &u.Name, &u.Display, &u.Admin, &exp, &revoked)
 	if errors.Is(err, sql.ErrNoRows) || revoked {
 		return nil, wh.Errorf(wh.EUnauthenticated, "your session or token is not valid; log in again")
@@ -235,11 +240,14 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, error
 	if err != nil {
 		return nil, wh.Wrap(err, "authenticate")
 	}
+	e := authEntry{u: u, at: s.now()}
 	if exp.Valid {
 		t, err := time.Parse(time.RFC3339Nano, exp.String)
 		if err == nil && s.now().After(t) {
 			return nil, wh.Errorf(wh.EUnauthenticated, "your session has expired; log in again")
 		}
+		e.exp = t
 	}
+	s.cache.putAuth(hash, e)
 	return &u, nil
 }

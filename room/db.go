@@ -25,7 +25,8 @@ type DB struct {
 	w    *sql.DB // single writer
 	r    *sql.DB // read pool
 
-	done chan struct{}
+	done, stopped chan struct{} // the checkpointer's stop signal and its exit
+	closeOnce     sync.Once
 
 	mu     sync.Mutex
 	stmts  map[string]*sql.Stmt // prepared hot-path reads
@@ -112,8 +113,8 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	db.done = make(chan struct{})
-	go db.checkpoints()
+	db.done, db.stopped = make(chan struct{}), make(chan struct{})
+	go db.checkpoints(db.done, db.stopped)
 	return db, nil
 }
 
@@ -121,12 +122,13 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 // projector's commit path (automatic checkpoints would run inside the
 // writer's commits and stall the projection for milliseconds). PASSIVE
 // never blocks the writer.
-func (db *DB) checkpoints() {
+func (db *DB) checkpoints(done <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
-		case <-db.done:
+		case <-done:
 			return
 		case <-t.C:
 			db.r.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
@@ -136,10 +138,12 @@ func (db *DB) checkpoints() {
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	if db.done != nil {
-		close(db.done)
-		db.done = nil
-	}
+	db.closeOnce.Do(func() {
+		if db.done != nil {
+			close(db.done)
+			<-db.stopped
+		}
+	})
 	db.mu.Lock()
 	for _, st := range db.stmts {
 		st.Close()

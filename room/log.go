@@ -27,6 +27,7 @@ const (
 // JSON sent to WebSocket clients, serialized once at apply time.
 type FeedItem struct {
 	Seq        uint64
+	Kind       string // the event type ("message", "member.added", …)
 	RoomID     int64
 	Recipients []int64 // user ids that receive it
 	Body       []byte

@@ -85,6 +85,10 @@ func (s *Service) RoomFor(ctx context.Context, actor *User, name string) (*Room,
 // access is the light membership check of the hot paths (post, history):
 // one indexed query, no counts.
 func (s *Service) access(ctx context.Context, actor *User, name string) (roomID int64, err error) {
+	id, ok, gen := s.cache.getAccess(actor.ID, name)
+	if ok {
+		return id, nil
+	}
 	var private bool
 	var kind, role string
 	err = s.db.stmt(ctx, `SELECT r.id, r.kind, r.private, COALESCE(m.role, '') FROM rooms r
@@ -101,6 +105,7 @@ func (s *Service) access(ctx context.Context, actor *User, name string) (roomID 
 		}
 		return 0, &wh.Error{Code: wh.EForbidden, Message: "you are not a member of " + name + "; join it first", Reason: d.Reason}
 	}
+	s.cache.putAccess(actor.ID, name, roomID, gen)
 	return roomID, nil
 }
 

@@ -43,6 +43,7 @@ type Service struct {
 	now      func() time.Time
 	logger   *slog.Logger
 	appliers map[string]applier
+	cache    *caches
 }
 
 // DBFile is the SQLite file name under the data directory.
@@ -60,10 +61,11 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{db: db, now: cfg.Now, logger: cfg.Logger, appliers: map[string]applier{}}
+	s := &Service{db: db, now: cfg.Now, logger: cfg.Logger, appliers: map[string]applier{}, cache: newCaches()}
 	s.registerCoreAppliers()
 	s.registerAgentAppliers()
 	s.Log = newLog(cfg.JS, db, s.applyEvent, cfg.Logger, cfg.Replicas)
+	s.Log.OnFeed(s.cache.onFeed)
 	return s, nil
 }
 

@@ -21,4 +21,4 @@ go vet ./...
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
 echo "== go test -race ${pkgs[*]}" >&2
-go test -race -timeout 20m "${pkgs[@]}"
+go test -race -count=1 -timeout 20m "${pkgs[@]}"
