@@ -72,7 +72,7 @@ func (s *Service) AgentByHandle(ctx context.Context, handle string) (*Agent, err
 	if !ok {
 		return nil, wh.Errorf(wh.EInvalid, "agent handles look like owner/name, not %q", handle)
 	}
-	a, err := scanAgent(s.db.r.QueryRowContext(ctx, `SELECT `+agentCols+` FROM agents a JOIN users u ON u.id = a.owner_id WHERE u.name = ? AND a.name = ?`, owner, name))
+	a, err := scanAgent(s.db.stmt(ctx, `SELECT `+agentCols+` FROM agents a JOIN users u ON u.id = a.owner_id WHERE u.name = ? AND a.name = ?`).QueryRowContext(ctx, owner, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &wh.Error{Code: wh.ENotFound, Message: "no agent @" + owner + "/" + name, Reason: wire.ReasonUnknownAgent}
 	}
@@ -136,7 +136,7 @@ func (a *Agent) show(viewer *User) {
 // AgentInRoom reports whether the agent is in the room.
 func (s *Service) AgentInRoom(ctx context.Context, agentID int64, roomName string) (bool, error) {
 	var n int
-	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM room_agents ra JOIN rooms r ON r.id = ra.room_id WHERE ra.agent_id = ? AND r.name = ?`, agentID, roomName).Scan(&n)
+	err := s.db.stmt(ctx, `SELECT COUNT(*) FROM room_agents ra JOIN rooms r ON r.id = ra.room_id WHERE ra.agent_id = ? AND r.name = ?`).QueryRowContext(ctx, agentID, roomName).Scan(&n)
 	if err != nil {
 		return false, wh.Wrap(err, "check agent membership")
 	}

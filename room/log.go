@@ -192,6 +192,26 @@ func (l *Log) Append(ctx context.Context, ev Event) (uint64, error) {
 	}
 }
 
+// Record publishes ev and waits only for the stream's ack: the change is
+// durable and ordered before anything appended after it, but the caller
+// does not wait for the projection (nor learn whether apply refused it).
+// For the steer record on the mention path, whose receipt follows it in
+// the stream anyway.
+func (l *Log) Record(ctx context.Context, ev Event) (uint64, error) {
+	if p := l.failed.Load(); p != nil {
+		return 0, wh.Errorf(wh.EUnavailable, "the hub cannot apply changes right now; see its log")
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return 0, wh.Wrap(err, "encode event")
+	}
+	ack, err := l.js.Publish(ctx, SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+	if err != nil {
+		return 0, &wh.Error{Code: wh.EUnavailable, Message: "the event log is unavailable; try again", Err: err}
+	}
+	return ack.Sequence, nil
+}
+
 func (l *Log) project(in chan jetstream.Msg) {
 	defer close(l.done)
 	batch := make([]jetstream.Msg, 0, 512)

@@ -293,8 +293,8 @@ func (s *Service) Members(ctx context.Context, actor *User, name string) ([]Memb
 // IsMember reports whether user (by name) is a member of room (by name).
 func (s *Service) IsMember(ctx context.Context, roomName, user string) (bool, error) {
 	var n int
-	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM members m JOIN rooms r ON r.id = m.room_id JOIN users u ON u.id = m.user_id
-		WHERE r.name = ? AND u.name = ?`, roomName, user).Scan(&n)
+	err := s.db.stmt(ctx, `SELECT COUNT(*) FROM members m JOIN rooms r ON r.id = m.room_id JOIN users u ON u.id = m.user_id
+		WHERE r.name = ? AND u.name = ?`).QueryRowContext(ctx, roomName, user).Scan(&n)
 	if err != nil {
 		return false, wh.Wrap(err, "check membership")
 	}

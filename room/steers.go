@@ -28,10 +28,16 @@ type Receipt struct {
 // StatusPending is a steer sent to the bridge with no answer yet.
 const StatusPending = "pending"
 
-// RecordSteer stores a steer (pending, or already rejected by the hub).
+// RecordSteer stores a steer (pending, or already rejected by the hub). It
+// returns once the record is durable in the log; the projection applies it
+// before any receipt appended later (the stream keeps the order).
 func (s *Service) RecordSteer(ctx context.Context, r Receipt) error {
-	_, err := s.append(ctx, EvSteerRecorded, steerRecorded{ID: r.SteerID, MessageID: r.MessageID, Room: r.Room, Handle: r.Agent,
+	ev, err := NewEvent(EvSteerRecorded, s.now(), steerRecorded{ID: r.SteerID, MessageID: r.MessageID, Room: r.Room, Handle: r.Agent,
 		Sender: r.Sender, Status: r.Status, Reason: r.Reason, Detail: r.Detail, TurnID: r.TurnID, ExpiresAt: r.Expires})
+	if err != nil {
+		return wh.Wrap(err, "encode steer")
+	}
+	_, err = s.Log.Record(ctx, ev)
 	return err
 }
 
@@ -145,7 +151,7 @@ func receiptFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, id string, at ti
 
 // Receipt reads one steer's receipt.
 func (s *Service) Receipt(ctx context.Context, steerID string) (Receipt, error) {
-	r, err := scanReceipt(s.db.r.QueryRowContext(ctx, `SELECT `+receiptCols+` WHERE s.id = ?`, steerID))
+	r, err := scanReceipt(s.db.stmt(ctx, `SELECT `+receiptCols+` WHERE s.id = ?`).QueryRowContext(ctx, steerID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, wh.Errorf(wh.ENotFound, "no steer %s", steerID)
 	}
