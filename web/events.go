@@ -183,13 +183,28 @@ func (s *Server) writeLoop(ctx context.Context, c *wsConn, since uint64) error {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case it := <-c.q:
-			if it.Seq <= last {
-				continue
+			// Write what is queued under one deadline (one timer per burst,
+			// not per frame: a room's burst reaches many connections).
+			wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
+			for n := 0; ; n++ {
+				if it.Seq > last {
+					if err := c.ws.Write(wctx, websocket.MessageText, it.Body); err != nil {
+						cancel()
+						return err
+					}
+					last = it.Seq
+				}
+				if n == 63 {
+					break
+				}
+				select {
+				case it = <-c.q:
+					continue
+				default:
+				}
+				break
 			}
-			if err := write(it.Body); err != nil {
-				return err
-			}
-			last = it.Seq
+			cancel()
 		case <-ping.C:
 			pctx, cancel := context.WithTimeout(ctx, wsPingTimeout)
 			err := c.ws.Ping(pctx)
