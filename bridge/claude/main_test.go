@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -28,9 +27,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	hookBin = filepath.Join(dir, "wheelhouse-hook")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "the go command is needed to build the test hook:", err)
+		os.Exit(1)
 	}
 	build := exec.Command(gobin, "build", "-o", hookBin, "./testdata/hookmain")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as the hook should ship

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-
-	"golang.org/x/term"
 )
 
 // newFlags returns a flag set whose flags also read WHEELHOUSE_<NAME>
@@ -54,9 +52,4 @@ func newLogger(w io.Writer, jsonLogs bool, level string) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

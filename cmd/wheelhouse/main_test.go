@@ -28,7 +28,6 @@ func TestMain(m *testing.M) {
 type proc struct {
 	cmd   *exec.Cmd
 	lines chan string
-	out   strings.Builder
 }
 
 func startProc(t *testing.T, env []string, args ...string) *proc {
