@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The full test run: installs what the tests need (Chromium from Debian
 # packages; the Codex and Claude Code CLIs from npm at pinned versions, into
-# a cache folder outside the checkout), then vets and runs every test with
-# the race detector. No test is skipped for a missing tool.
+# a cache folder outside the checkout), then checks formatting, vets,
+# runs staticcheck and runs every test with the race detector. No test is
+# skipped for a missing tool.
 #   scripts/test.sh            # everything
 #   scripts/test.sh ./hub/...  # just some packages
 set -euo pipefail
@@ -17,6 +18,8 @@ if [ -n "$unformatted" ]; then
 fi
 echo "== go vet" >&2
 go vet ./...
+echo "== staticcheck" >&2
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
