@@ -298,3 +298,40 @@ func TestUnansweredSteerEnds(t *testing.T) {
 		return err == nil && r.Status == "rejected" && r.Reason == "timeout"
 	})
 }
+
+// A DM with an agent follows the consent rule: the agent joins only when
+// its owner accepts; then the DM works like any room.
+func TestAgentDM(t *testing.T) {
+	tm := newTeam(t)
+	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 2, "10ms"))
+	r := tm.bob.Must(200, "POST", "/api/v1/dms", map[string]string{"with": "alice/demo"})
+	dm := r.Body["room"].(map[string]any)["name"].(string)
+	if dm != room.AgentDMName("bob", "alice/demo") {
+		t.Fatalf("dm %q", dm)
+	}
+	id, _ := post(t, tm.bob, dm, "@alice/demo hi", nil)
+	if rc := receipt(t, tm.bob, dm, id, "alice/demo", "rejected"); rc["reason"] != "agent-not-in-room" {
+		t.Fatalf("before consent: %v", rc)
+	}
+	invs := testhub.AsList(tm.alice.Must(200, "GET", "/api/v1/invitations", nil).Body["invitations"])
+	var invID int64
+	for _, in := range invs {
+		if in["room"] == dm && in["status"] == "pending" {
+			invID = int64(in["id"].(float64))
+		}
+	}
+	if invID == 0 {
+		t.Fatalf("no invitation for the DM: %v", invs)
+	}
+	tm.alice.Must(200, "POST", "/api/v1/invitations/"+itoa(invID), map[string]string{"decision": "accept"})
+	id, _ = post(t, tm.bob, dm, "@alice/demo hi again", nil)
+	receipt(t, tm.bob, dm, id, "alice/demo", "started")
+	waitAgentSays(t, tm.bob, dm, "alice/demo", "scripted")
+	// It is bob's private DM with the agent; the owner follows it in the agent's timeline.
+	tm.alice.Must(404, "GET", "/api/v1/rooms/"+dm+"/messages", nil)
+	// Opening it again returns the same DM.
+	r2 := tm.bob.Must(200, "POST", "/api/v1/dms", map[string]string{"with": "@alice/demo"})
+	if r2.Body["room"].(map[string]any)["name"] != dm {
+		t.Fatal("a second DM was created")
+	}
+}
