@@ -126,7 +126,7 @@ func FanoutLatency(ctx context.Context, n, m int) (Dist, error) {
 		if err != nil {
 			return Dist{}, err
 		}
-		resp.Body.Close()
+		drain(resp)
 		if resp.StatusCode != 201 {
 			return Dist{}, fmt.Errorf("post: %s", resp.Status)
 		}

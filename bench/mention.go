@@ -107,7 +107,7 @@ func MentionLatency(ctx context.Context, n int) (Dist, error) {
 		if err != nil {
 			return Dist{}, err
 		}
-		resp.Body.Close()
+		drain(resp)
 	}
 	time.Sleep(100 * time.Millisecond)
 	p.mu.Lock()

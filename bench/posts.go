@@ -56,7 +56,7 @@ func PostThroughput(ctx context.Context, n, c int) (Throughput, error) {
 					failed.Add(1)
 				}
 				if resp != nil {
-					resp.Body.Close()
+					drain(resp)
 				}
 			}
 		}()

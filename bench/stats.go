@@ -2,6 +2,8 @@ package bench
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"sort"
 	"time"
 )
@@ -42,4 +44,11 @@ func ratio(a, b time.Duration) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f×", float64(a)/float64(b))
+}
+
+// drain reads and closes a response so its connection is reused (an
+// unread body makes the client dial anew for the next request).
+func drain(resp *http.Response) {
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 }
