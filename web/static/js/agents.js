@@ -4,7 +4,7 @@
 
 import { api, ApiError } from './api.js';
 import { h, append, clear, avatar, toast, shortTurn } from './dom.js';
-import { state, on, emit, isMine } from './store.js';
+import { state, on, emit, isMine, patchAgent } from './store.js';
 import { policyForm, policySummary } from './policy.js';
 import { statusWord } from './mentions.js';
 import { confirmDialog } from './dialog.js';
@@ -118,7 +118,7 @@ function buildRow(a) {
     h('p', { class: 'agent-mode' }),
     mine ? h('p', { class: 'agent-policy-summary muted' }) : null,
     actions,
-    mine ? policyForm(a, () => updateRow(row, currentAgent(a.handle) || a)) : null]);
+    mine ? policyForm(a, (policy) => { patchAgent(a.handle, { policy }); updateRow(row, currentAgent(a.handle) || a); }) : null]);
   return row;
 }
 

@@ -60,6 +60,8 @@ export const api = {
   me: () => get('/me', { quiet401: true }).then((d) => d.user),
   users: () => get('/users').then((d) => d.users || []),
   createUser: (u) => post('/users', u),
+  // → {token:"wht_…", label}; the token is shown once.
+  createToken: (label) => post('/tokens', { label }),
 
   // Rooms
   rooms: () => get('/rooms').then((d) => d.rooms || []),
@@ -101,4 +103,6 @@ export const api = {
 
   // Bridges
   pairingToken: () => post('/bridges/pairing-tokens', {}),
+  bridges: () => get('/bridges').then((d) => d.bridges || []),
+  revokeBridge: (id) => del(`/bridges/${enc(id)}`),
 };

@@ -16,6 +16,7 @@ import { initApprovals, loadApprovals, upsertApproval } from './approvals.js';
 import { loadInvitations, upsertInvitation } from './invitations.js';
 import { initPanel } from './panel.js';
 import { openPairing } from './pairing.js';
+import { openTokens } from './tokens.js';
 import { openAdmin } from './admin.js';
 
 let live = null;
@@ -43,7 +44,7 @@ function initOnce() {
   if (initialized) return;
   initialized = true;
   initSidebar({
-    onLogout: logout, onPairing: openPairing, onAdmin: openAdmin,
+    onLogout: logout, onPairing: openPairing, onTokens: openTokens, onAdmin: openAdmin,
     onCreateRoom: openCreateRoom, onBrowse: openBrowse, onStartDM: openStartDM,
   });
   initMessages();

@@ -1,9 +1,10 @@
 // pairing.js — the owner gets a one-time bridge pairing token and the exact
-// command to run on their machine.
+// command to run on their machine; below it, the bridges already paired.
 
 import { api } from './api.js';
 import { h, append, clear, copyButton, fmtFull, fmtCountdown } from './dom.js';
 import { openDialog } from './dialog.js';
+import { bridgesSection } from './bridges.js';
 
 export function openPairing() {
   const out = h('div', { class: 'stack', id: 'pairing-result' });
@@ -14,7 +15,7 @@ export function openPairing() {
       h('li', null, 'Create a token here (it works once and expires soon).'),
       h('li', null, 'Run the command on the machine where your agents live.'),
       h('li', null, 'Start it with ', h('code', null, 'wheelhouse bridge run'), '; your agents appear in the Agents panel.')),
-    create, out);
+    create, out, bridgesSection());
   create.addEventListener('click', async () => {
     create.disabled = true;
     clear(out);

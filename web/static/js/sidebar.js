@@ -9,7 +9,7 @@ export const roomHref = (name) => `#/r/${encodeURIComponent(name)}`;
 
 const app = () => document.getElementById('app-screen');
 
-export function initSidebar({ onLogout, onPairing, onAdmin, onCreateRoom, onBrowse, onStartDM }) {
+export function initSidebar({ onLogout, onPairing, onTokens, onAdmin, onCreateRoom, onBrowse, onStartDM }) {
   const btn = document.getElementById('user-menu-button');
   const menu = document.getElementById('user-menu');
   const setMenu = (open) => {
@@ -29,6 +29,7 @@ export function initSidebar({ onLogout, onPairing, onAdmin, onCreateRoom, onBrow
   const item = (id, fn) => document.getElementById(id).addEventListener('click', () => { setMenu(false); fn(); });
   item('logout', onLogout);
   item('open-pairing', onPairing);
+  item('open-tokens', onTokens);
   item('open-admin', onAdmin);
   document.getElementById('create-room').addEventListener('click', onCreateRoom);
   document.getElementById('browse-rooms').addEventListener('click', onBrowse);
