@@ -53,6 +53,16 @@ func TestAccounts(t *testing.T) {
 	t.Run("ErrWrongPassword", func(t *testing.T) {
 		testhub.NewClient(t, h.URL()).Must(401, "POST", "/api/v1/sessions", map[string]string{"name": "bob", "password": "wrong-password"})
 	})
+	t.Run("ErrTooManyWrongPasswords", func(t *testing.T) {
+		c := testhub.NewClient(t, h.URL())
+		for i := 0; i < 5; i++ {
+			c.Must(401, "POST", "/api/v1/sessions", map[string]string{"name": "mallory-target", "password": "guess-guess"})
+		}
+		r := c.Must(429, "POST", "/api/v1/sessions", map[string]string{"name": "mallory-target", "password": "guess-guess"})
+		if r.ErrCode() != "rate_limited" {
+			t.Fatalf("%s", r.Raw)
+		}
+	})
 	t.Run("ErrNoAuth", func(t *testing.T) {
 		r := testhub.NewClient(t, h.URL()).Must(401, "GET", "/api/v1/rooms", nil)
 		if r.ErrCode() != "unauthenticated" {

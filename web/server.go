@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -50,6 +51,7 @@ type Server struct {
 	broker  *broker
 	handler http.Handler
 	metrics *metrics
+	logins  *throttle
 
 	mu    sync.Mutex
 	conns map[*wsConn]struct{}
@@ -68,6 +70,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, rooms: cfg.Rooms, agents: cfg.Agents, log: cfg.Logger, conns: map[*wsConn]struct{}{}}
 	s.metrics = newMetrics(cfg.Registry)
+	s.logins = newThrottle(time.Now)
 	s.broker = newBroker(s.metrics)
 	s.handler = s.routes()
 	return s
@@ -254,10 +257,17 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
+	if d := s.logins.locked(in.Name); d > 0 {
+		return &wh.Error{Code: wh.ERateLimited, Message: fmt.Sprintf("too many wrong passwords for this name; try again in %d seconds", int(d.Seconds())+1)}
+	}
 	secret, u, err := s.rooms.Login(r.Context(), in.Name, in.Password)
+	if wh.ErrorCode(err) == wh.EUnauthenticated {
+		s.logins.fail(in.Name)
+	}
 	if err != nil {
 		return err
 	}
+	s.logins.succeed(in.Name)
 	s.setCookie(w, secret, room.SessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
