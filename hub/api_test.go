@@ -1,6 +1,7 @@
 package hub_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -92,6 +93,15 @@ func TestAccounts(t *testing.T) {
 			t.Fatalf("token user = %v", me.Body)
 		}
 		sc.Token = tok + "x"
+		sc.Must(401, "GET", "/api/v1/me", nil)
+
+		list := testhub.AsList(bob.Must(200, "GET", "/api/v1/tokens", nil).Body["tokens"])
+		if len(list) != 1 || list[0]["label"] != "script" || strings.Contains(string(mustJSON(list)), tok) {
+			t.Fatalf("tokens %v", list)
+		}
+		admin.Must(404, "DELETE", "/api/v1/tokens/"+list[0]["id"].(string), nil) // not admin's token
+		bob.Must(204, "DELETE", "/api/v1/tokens/"+list[0]["id"].(string), nil)
+		sc.Token = tok
 		sc.Must(401, "GET", "/api/v1/me", nil)
 	})
 	t.Run("Logout", func(t *testing.T) {
@@ -252,4 +262,9 @@ func testMessagesAndPagination(t *testing.T, o testhub.Options) {
 			t.Fatalf("error %s", r.Raw)
 		}
 	})
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }

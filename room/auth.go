@@ -251,3 +251,52 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*User, error
 	s.cache.putAuth(hash, e)
 	return &u, nil
 }
+
+// Token is an API token as its owner sees it (never the secret).
+type Token struct {
+	ID        string    `json:"id"` // the first 16 hex characters of the stored hash
+	Label     string    `json:"label"`
+	CreatedAt time.Time `json:"createdAt"`
+	Revoked   bool      `json:"revoked"`
+}
+
+// Tokens lists actor's API tokens.
+func (s *Service) Tokens(ctx context.Context, actor *User) ([]Token, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT substr(token_hash, 1, 16), label, created_at, revoked FROM credentials
+		WHERE user_id = ? AND kind = 'token' ORDER BY created_at DESC`, actor.ID)
+	if err != nil {
+		return nil, wh.Wrap(err, "list tokens")
+	}
+	defer rows.Close()
+	out := []Token{}
+	for rows.Next() {
+		var t Token
+		var at string
+		if err := rows.Scan(&t.ID, &t.Label, &at, &t.Revoked); err != nil {
+			return nil, wh.Wrap(err, "list tokens")
+		}
+		t.CreatedAt, _ = time.Parse(time.RFC3339Nano, at)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// RevokeToken revokes one of actor's API tokens by its id.
+func (s *Service) RevokeToken(ctx context.Context, actor *User, id string) error {
+	if len(id) != 16 {
+		return wh.Errorf(wh.EInvalid, "token ids are 16 hex characters (see GET /api/v1/tokens)")
+	}
+	var hash string
+	err := s.db.r.QueryRowContext(ctx, `SELECT token_hash FROM credentials WHERE user_id = ? AND kind = 'token' AND substr(token_hash, 1, 16) = ?`, actor.ID, id).Scan(&hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return wh.Errorf(wh.ENotFound, "you have no token %s", id)
+	}
+	if err != nil {
+		return wh.Wrap(err, "find token")
+	}
+	if _, err := s.append(ctx, EvCredentialRevoked, credentialRevoked{TokenHash: hash}); err != nil {
+		return err
+	}
+	s.cache.dropAuth(hash)
+	return nil
+}

@@ -145,6 +145,8 @@ func (s *Server) routes() http.Handler {
 	api("GET /api/v1/users", s.authed(s.getUsers))
 	api("POST /api/v1/users", s.authed(s.postUser))
 	api("POST /api/v1/tokens", s.authed(s.postToken))
+	api("GET /api/v1/tokens", s.authed(s.getTokens))
+	api("DELETE /api/v1/tokens/{id}", s.authed(s.deleteToken))
 
 	api("GET /api/v1/rooms", s.authed(s.getRooms))
 	api("POST /api/v1/rooms", s.authed(s.postRoom))
@@ -315,6 +317,23 @@ func (s *Server) postUser(w http.ResponseWriter, r *http.Request, u *room.User) 
 		return err
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"user": nu})
+	return nil
+}
+
+func (s *Server) getTokens(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	ts, err := s.rooms.Tokens(r.Context(), u)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": ts})
+	return nil
+}
+
+func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request, u *room.User) error {
+	if err := s.rooms.RevokeToken(r.Context(), u, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
