@@ -45,6 +45,17 @@ func (s *suite) apiToken(t *testing.T) {
 	if u, _ := me.Body["user"].(map[string]any); u["name"] != "alice" {
 		t.Errorf("GET /me with the token: %s, want alice", me.Raw)
 	}
+
+	// The token is listed (by label, never the secret) and revoking it
+	// locks the script out.
+	a.visible(t, `#token-list .token-row[data-revoked="false"] .revoke-token`)
+	if html := eval[string](t, a, `document.querySelector('#token-list').textContent`); !strings.Contains(html, "ci-script") || strings.Contains(html, token) {
+		t.Fatalf("token list %q", html)
+	}
+	a.click(t, `#token-list .token-row[data-revoked="false"] .revoke-token`)
+	a.click(t, "#confirm-ok")
+	a.visible(t, `#token-list .token-row[data-revoked="true"]`)
+	script.Must(401, "GET", "/api/v1/me", nil)
 	a.do(t, "press Esc", chromedp.KeyEvent(kb.Escape))
 	a.waitJS(t, "the dialog to close", `!document.querySelector('#tokens-dialog')`)
 }

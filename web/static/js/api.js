@@ -62,6 +62,8 @@ export const api = {
   createUser: (u) => post('/users', u),
   // → {token:"wht_…", label}; the token is shown once.
   createToken: (label) => post('/tokens', { label }),
+  tokens: () => get('/tokens').then((d) => d.tokens || []),
+  revokeToken: (id) => del(`/tokens/${enc(id)}`),
 
   // Rooms
   rooms: () => get('/rooms').then((d) => d.rooms || []),
