@@ -13,15 +13,15 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 )
 
-func controlFlags(name, usage string, stderr io.Writer) (*flag.FlagSet, *string, *bool) {
+func controlFlags(name, usage string, stderr io.Writer) (*flag.FlagSet, *string) {
 	fs := newFlags(name, usage, stderr)
 	sock := fs.String("socket", bridge.DefaultControlSocket(), "the running bridge's control socket")
-	js := fs.Bool("json", false, "print JSON")
-	return fs, sock, js
+	return fs, sock
 }
 
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, sock, js := controlFlags("approvals", "approvals [--socket PATH] [--json]", stderr)
+	fs, sock := controlFlags("approvals", "approvals [--socket PATH] [--json]", stderr)
+	js := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func decideLocally(ctx context.Context, decision string, args []string, stdout, 
 	if decision == "deny" {
 		usage = "deny ID [--socket PATH]"
 	}
-	fs, sock, _ := controlFlags(decision, usage, stderr)
+	fs, sock := controlFlags(decision, usage, stderr)
 	hash := fs.String("hash", "", "the payload hash shown with the request (wheelhouse approvals)")
 	// Accept the id before or after the flags.
 	var id string
