@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -104,4 +105,39 @@ func TestBridgeIsolation(t *testing.T) {
 			t.Fatalf("%s", r2.Raw)
 		}
 	})
+}
+
+// A bridge cannot put approval cards into rooms its agent is not in, nor
+// ask approvals for agents it does not run.
+func TestBridgeApprovalScope(t *testing.T) {
+	tm := newTeam(t)
+	br := tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridgePolicyMembers(), 1, "10ms"))
+	tm.bob.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "secret", "private": true})
+	nc, err := br.Creds.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ask := func(agent, room string) wire.Ack {
+		req := wire.ApprovalRequest{ID: "a-" + agent + "-" + room, Agent: agent, TurnID: "t", Tool: "x", Summary: "spam", PayloadHash: strings.Repeat("a", 64),
+			Payload: "{}", Room: room, Expires: time.Now().Add(time.Minute)}
+		b, _ := json.Marshal(req)
+		m, err := nc.Request(wire.FromBridge(br.Creds.BridgeID, wire.KindApproval), b, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ack wire.Ack
+		json.Unmarshal(m.Data, &ack)
+		return ack
+	}
+	if ack := ask("ghost", ""); ack.OK {
+		t.Fatal("accepted an approval for an agent the bridge does not run")
+	}
+	if ack := ask("demo", "secret"); !ack.OK {
+		t.Fatalf("refused: %+v", ack)
+	}
+	r := tm.bob.Must(200, "GET", "/api/v1/approvals", nil)
+	if n := len(testhub.AsList(r.Body["approvals"])); n != 0 {
+		t.Fatalf("bob sees %d approval cards in a room the agent is not in", n)
+	}
 }

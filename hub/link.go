@@ -183,6 +183,18 @@ func (l *Link) handle(m *nats.Msg) {
 			l.reply(m, wire.Ack{Code: wh.EInvalid, Message: "undecodable approval request"})
 			return
 		}
+		a, err := l.rooms.AgentByHandle(ctx, b.Owner+"/"+req.Agent)
+		if err != nil || a.Bridge != b.ID {
+			l.log.Warn("an approval request for an agent this bridge does not run", "bridge", b.ID, "agent", req.Agent)
+			l.reply(m, wire.Ack{Code: wh.EForbidden, Message: "this bridge does not run @" + b.Owner + "/" + req.Agent})
+			return
+		}
+		if req.Room != "" {
+			// The card goes to the room's members: only a room the agent is in.
+			if in, _ := l.rooms.AgentInRoom(ctx, a.ID, req.Room); !in {
+				req.Room = ""
+			}
+		}
 		if err := l.rooms.RecordApproval(ctx, b.Owner+"/"+req.Agent, req); err != nil {
 			l.reply(m, ackErr(err))
 			return
