@@ -195,7 +195,11 @@ func (s *Service) PendingSteers(ctx context.Context, handle string) ([]Receipt, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+receiptCols+` WHERE s.agent_id = ? AND s.status IN ('pending', 'queued')`, a.ID)
+	return s.queryReceipts(ctx, `WHERE s.agent_id = ? AND s.status IN ('pending', 'queued')`, a.ID)
+}
+
+func (s *Service) queryReceipts(ctx context.Context, where string, args ...any) ([]Receipt, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+receiptCols+` `+where, args...)
 	if err != nil {
 		return nil, wh.Wrap(err, "read steers")
 	}
@@ -204,7 +208,7 @@ func (s *Service) PendingSteers(ctx context.Context, handle string) ([]Receipt, 
 	for rows.Next() {
 		r, err := scanReceipt(rows)
 		if err != nil {
-			return nil, err
+			return nil, wh.Wrap(err, "read steers")
 		}
 		out = append(out, r)
 	}
@@ -233,27 +237,8 @@ func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedIte
 	return nil, timelineTx(ctx, tx, seq, a.ID, "turn."+d.Kind, d.TurnID, d.By, detail, ev.At)
 }
 
-// SetAgentStatus records an agent's state when it changed.
-func (s *Service) SetAgentStatus(ctx context.Context, handle, status, turnID, turnRoom string, steeredBy []string) error {
-	_, err := s.append(ctx, EvAgentStatus, agentStatus{Handle: handle, Status: status, TurnID: turnID, TurnRoom: turnRoom, SteeredBy: steeredBy})
-	return err
-}
-
 // StalePendingSteers lists steers still pending (sent, never answered)
 // that were last updated before cutoff.
 func (s *Service) StalePendingSteers(ctx context.Context, cutoff time.Time) ([]Receipt, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+receiptCols+` WHERE s.status = 'pending' AND s.updated_at < ? LIMIT 100`, ts(cutoff))
-	if err != nil {
-		return nil, wh.Wrap(err, "read steers")
-	}
-	defer rows.Close()
-	var out []Receipt
-	for rows.Next() {
-		r, err := scanReceipt(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return s.queryReceipts(ctx, `WHERE s.status = 'pending' AND s.updated_at < ? LIMIT 100`, ts(cutoff))
 }
