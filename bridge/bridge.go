@@ -122,6 +122,11 @@ func (b *Bridge) Run(ctx context.Context) error {
 			}
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			select {
+			case <-b.stop:
+				return // our own shutdown
+			default:
+			}
 			if err == nil {
 				err = errors.New("closed by the hub")
 			}
