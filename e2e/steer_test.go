@@ -123,6 +123,20 @@ func TestSteeringPath(t *testing.T) {
 		id, _ = post(t, tm.alice, "dev", "@alice/demo stop", nil)
 		receipt(t, tm.alice, "dev", id, "alice/demo", "steered")
 		waitStatus(t, tm.alice, "alice/demo", "idle")
+		// The API stop is owner-only and lands in the timeline with who did it.
+		tm.bob.Must(403, "POST", "/api/v1/agents/alice/demo/interrupt", nil)
+		post(t, tm.alice, "dev", "@alice/demo one more long task", nil)
+		waitStatus(t, tm.alice, "alice/demo", "working")
+		tm.alice.Must(200, "POST", "/api/v1/agents/alice/demo/interrupt", nil)
+		waitStatus(t, tm.alice, "alice/demo", "idle")
+		r := tm.alice.Must(200, "GET", "/api/v1/agents/alice/demo/timeline", nil)
+		found := false
+		for _, e := range testhub.AsList(r.Body["entries"]) {
+			found = found || (e["kind"] == "turn.interrupt" && e["actor"] == "alice")
+		}
+		if !found {
+			t.Fatal("the timeline does not say alice interrupted the turn")
+		}
 	})
 	t.Run("TerminalShowsWhatHappened", func(t *testing.T) {
 		out := br.Out()

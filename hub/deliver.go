@@ -204,6 +204,10 @@ func (l *Link) Interrupt(ctx context.Context, actor *room.User, handle string) e
 	if !ack.OK {
 		return &wh.Error{Code: wh.EConflict, Message: ack.Message}
 	}
+	// Who stopped which turn goes into the agent's timeline.
+	if err := l.rooms.RecordTurn(ctx, a.Handle, wire.TurnEvent{TurnID: a.TurnID, Kind: "interrupt", Room: a.TurnRoom}, actor.Name); err != nil {
+		l.log.Warn("recording an interrupt failed", "agent", a.Handle, "err", err)
+	}
 	return nil
 }
 
