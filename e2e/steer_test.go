@@ -32,11 +32,14 @@ func TestSteeringPath(t *testing.T) {
 	// A long turn: 150 steps of 100 ms, so it is still running when steered.
 	pol := bridge.PolicyConfig{Address: "users", Allowed: []string{"bob"}}
 	br := tm.h.StartBridge(tm.alice, nil,
-		demoAgent("demo", pol, 150, "100ms"),
+		demoAgent("demo", pol, 300, "100ms"),
 		bridge.AgentConfig{Name: "echo", Harness: "exec", Command: []string{"sh", "-c", "sleep 0.3; cat"}, PolicyFile: bridge.PolicyConfig{Address: "members"}},
+		// Busy long enough for a second mention to find it running, even on a loaded machine.
+		bridge.AgentConfig{Name: "slow", Harness: "exec", Command: []string{"sh", "-c", "sleep 3; cat"}, PolicyFile: bridge.PolicyConfig{Address: "members"}},
 	)
 	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
 	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/echo"})
+	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/slow"})
 
 	var turn string
 	t.Run("IdleStarts", func(t *testing.T) {
@@ -100,15 +103,14 @@ func TestSteeringPath(t *testing.T) {
 		}
 	})
 	t.Run("ExecBusyQueuesThenDelivers", func(t *testing.T) {
-		waitStatus(t, tm.alice, "alice/echo", "idle")
-		id1, _ := post(t, tm.dave, "dev", "@alice/echo first", nil)
-		receipt(t, tm.dave, "dev", id1, "alice/echo", "started")
-		id2, _ := post(t, tm.dave, "dev", "@alice/echo second", nil)
-		rc := receipt(t, tm.dave, "dev", id2, "alice/echo", "queued", "delivered")
-		if rc["status"] == "steered" {
-			t.Fatalf("exec cannot steer: %v", rc)
+		id1, _ := post(t, tm.dave, "dev", "@alice/slow first", nil)
+		receipt(t, tm.dave, "dev", id1, "alice/slow", "started")
+		id2, _ := post(t, tm.dave, "dev", "@alice/slow second", nil)
+		rc := receipt(t, tm.dave, "dev", id2, "alice/slow", "queued", "delivered", "steered", "started", "rejected")
+		if rc["status"] != "queued" && rc["status"] != "delivered" {
+			t.Fatalf("a busy exec agent must queue: %v", rc)
 		}
-		rc = receipt(t, tm.dave, "dev", id2, "alice/echo", "delivered")
+		rc = receipt(t, tm.dave, "dev", id2, "alice/slow", "delivered")
 		if rc["turnId"] == "" {
 			t.Fatalf("delivered without a turn: %v", rc)
 		}
@@ -171,8 +173,8 @@ func waitStatus(t *testing.T, c *testhub.Client, handle, status string) {
 
 func TestQueuedSteerExpires(t *testing.T) {
 	tm := newTeam(t)
-	tm.h.StartBridge(tm.alice, nil, bridge.AgentConfig{Name: "slow", Harness: "exec", Command: []string{"sh", "-c", "sleep 3; cat"},
-		PolicyFile: bridge.PolicyConfig{Address: "members", MaxAge: "500ms"}})
+	tm.h.StartBridge(tm.alice, nil, bridge.AgentConfig{Name: "slow", Harness: "exec", Command: []string{"sh", "-c", "sleep 5; cat"},
+		PolicyFile: bridge.PolicyConfig{Address: "members", MaxAge: "1500ms"}})
 	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/slow"})
 	id1, _ := post(t, tm.bob, "dev", "@alice/slow first", nil)
 	receipt(t, tm.bob, "dev", id1, "alice/slow", "started")
