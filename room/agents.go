@@ -158,19 +158,6 @@ func agentByHandleTx(ctx context.Context, tx *sql.Tx, handle string) (*Agent, er
 // agentAudienceTx is who hears about an agent: its owner and the members of
 // every room it is in.
 func agentAudienceTx(ctx context.Context, tx *sql.Tx, agentID, ownerID int64) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT user_id FROM members WHERE room_id IN (SELECT room_id FROM room_agents WHERE agent_id = ?)
+	return queryIDsTx(ctx, tx, `SELECT DISTINCT user_id FROM members WHERE room_id IN (SELECT room_id FROM room_agents WHERE agent_id = ?)
 		UNION SELECT ?`, agentID, ownerID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }

@@ -62,7 +62,12 @@ func roomIDTx(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
 }
 
 func roomMembersTx(ctx context.Context, tx *sql.Tx, roomID int64) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT user_id FROM members WHERE room_id = ?`, roomID)
+	return queryIDsTx(ctx, tx, `SELECT user_id FROM members WHERE room_id = ?`, roomID)
+}
+
+// queryIDsTx runs q and collects its single integer column.
+func queryIDsTx(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,20 @@ func (s *Service) role(ctx context.Context, roomID, userID int64) (string, error
 	return role, nil
 }
 
+// readable applies the read rule: members only, and a private room reads as
+// not found to everyone else, so its name does not leak.
+func readable(name string, private bool, role string) error {
+	d := authz.MayReadRoom(role != "")
+	switch {
+	case d.Allow:
+		return nil
+	case private:
+		return wh.Errorf(wh.ENotFound, "no room named %q", name)
+	default:
+		return &wh.Error{Code: wh.EForbidden, Message: "you are not a member of " + name + "; join it first", Reason: d.Reason}
+	}
+}
+
 // RoomFor returns the room if actor may read it: members only. A private
 // room the actor is not in reads as not found, so its name does not leak.
 func (s *Service) RoomFor(ctx context.Context, actor *User, name string) (*Room, error) {
@@ -69,11 +83,8 @@ func (s *Service) RoomFor(ctx context.Context, actor *User, name string) (*Room,
 	if err != nil {
 		return nil, err
 	}
-	if d := authz.MayReadRoom(role != ""); !d.Allow {
-		if r.Private {
-			return nil, wh.Errorf(wh.ENotFound, "no room named %q", name)
-		}
-		return nil, &wh.Error{Code: wh.EForbidden, Message: "you are not a member of " + name + "; join it first", Reason: d.Reason}
+	if err := readable(name, r.Private, role); err != nil {
+		return nil, err
 	}
 	r.Role = role
 	if r.Kind == KindDM {
@@ -99,11 +110,8 @@ func (s *Service) access(ctx context.Context, actor *User, name string) (roomID 
 	if err != nil {
 		return 0, wh.Wrap(err, "check membership")
 	}
-	if d := authz.MayReadRoom(role != ""); !d.Allow {
-		if private {
-			return 0, wh.Errorf(wh.ENotFound, "no room named %q", name)
-		}
-		return 0, &wh.Error{Code: wh.EForbidden, Message: "you are not a member of " + name + "; join it first", Reason: d.Reason}
+	if err := readable(name, private, role); err != nil {
+		return 0, err
 	}
 	s.cache.putAccess(actor.ID, name, roomID, gen)
 	return roomID, nil
