@@ -293,3 +293,17 @@ func TestApprovalReachesOwnersDM(t *testing.T) {
 	})
 	tm.bob.Must(404, "GET", "/api/v1/rooms/"+dm+"/messages", nil)
 }
+
+func TestRemovingAgentVoidsItsApprovals(t *testing.T) {
+	tm := newTeam(t)
+	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 2, "10ms"))
+	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	id, _ := post(t, tm.bob, "dev", "@alice/demo delete old.log", nil)
+	receipt(t, tm.bob, "dev", id, "alice/demo", "started")
+	ap := waitPendingApproval(t, tm.alice, "alice/demo")
+	tm.alice.Must(204, "DELETE", "/api/v1/rooms/dev/agents/alice/demo", nil)
+	a := waitApprovalStatus(t, tm.alice, ap["id"].(string), "voided")
+	if !strings.Contains(a["reason"].(string), "removed from dev") {
+		t.Fatalf("voided without the reason: %v", a)
+	}
+}

@@ -250,39 +250,42 @@ func (l *Link) Decide(ctx context.Context, actor *room.User, id, decision, hash 
 	return l.rooms.ApprovalByID(ctx, id)
 }
 
-// void denies pending approvals matching keep, telling the bridge first.
-func (l *Link) void(ctx context.Context, reason string, match func(p *room.Approval) bool) {
-	agents, err := l.rooms.Agents(ctx, nil)
+// void denies the pending approvals of turns in roomName that match,
+// telling the bridge (the gate) first, then recording it.
+func (l *Link) void(ctx context.Context, roomName, reason string, match func(p *room.Approval) bool) {
+	ps, err := l.rooms.PendingApprovalsInRoom(ctx, roomName)
 	if err != nil {
+		l.log.Warn("voiding approvals: cannot read them", "room", roomName, "err", err)
 		return
 	}
-	for _, a := range agents {
-		ps, _ := l.rooms.PendingApprovalsOf(ctx, a.Handle)
-		for _, p := range ps {
-			if !match(p) {
-				continue
-			}
-			var ack wire.Ack
-			d := wire.Decision{ApprovalID: p.ID, Agent: a.Name, Decision: "deny", PayloadHash: p.PayloadHash, By: "wheelhouse", Reason: reason}
-			if err := l.request(ctx, a.Bridge, wire.KindDecision, d, &ack, ControlTimeout); err != nil {
-				l.log.Info("voiding: the bridge did not answer; its own expiry will deny", "approval", p.ID, "err", err)
-			}
-			l.rooms.RecordDecision(ctx, p.ID, wire.ApprovalVoided, "", "", reason)
+	for _, p := range ps {
+		if !match(p) {
+			continue
 		}
+		a, err := l.rooms.AgentByHandle(ctx, p.Agent)
+		if err != nil {
+			continue
+		}
+		var ack wire.Ack
+		d := wire.Decision{ApprovalID: p.ID, Agent: a.Name, Decision: "deny", PayloadHash: p.PayloadHash, By: "wheelhouse", Reason: reason}
+		if err := l.request(ctx, a.Bridge, wire.KindDecision, d, &ack, ControlTimeout); err != nil {
+			l.log.Info("voiding: the bridge did not answer; its own expiry will deny", "approval", p.ID, "err", err)
+		}
+		l.rooms.RecordDecision(ctx, p.ID, wire.ApprovalVoided, "", "", reason)
 	}
 }
 
 // MemberLeft voids pending approvals of turns the departed member steered.
 func (l *Link) MemberLeft(ctx context.Context, roomName, user string) {
-	l.void(ctx, "@"+user+", who steered this turn, left "+roomName, func(p *room.Approval) bool {
-		return p.Room == roomName && authz.VoidOnDeparture(p.SteeredBy, user, false)
+	l.void(ctx, roomName, "@"+user+", who steered this turn, left "+roomName, func(p *room.Approval) bool {
+		return authz.VoidOnDeparture(p.SteeredBy, user, false)
 	})
 }
 
 // AgentRemoved voids pending approvals of the agent's turns in the room.
 func (l *Link) AgentRemoved(ctx context.Context, roomName, handle string) {
-	l.void(ctx, "@"+handle+" was removed from "+roomName, func(p *room.Approval) bool {
-		return p.Agent == handle && p.Room == roomName
+	l.void(ctx, roomName, "@"+handle+" was removed from "+roomName, func(p *room.Approval) bool {
+		return p.Agent == handle
 	})
 }
 

@@ -90,10 +90,9 @@ func (s *Service) Approvals(ctx context.Context, viewer *User, state string) ([]
 	return out, rows.Err()
 }
 
-// PendingApprovalsOf lists an agent's pending approvals.
-func (s *Service) PendingApprovalsOf(ctx context.Context, handle string) ([]*Approval, error) {
-	owner, name, _ := SplitHandle(handle)
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+approvalCols+` WHERE u.name = ? AND a.name = ? AND p.status = 'pending'`, owner, name)
+// PendingApprovalsInRoom lists the pending approvals of turns running in a room.
+func (s *Service) PendingApprovalsInRoom(ctx context.Context, roomName string) ([]*Approval, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+approvalCols+` WHERE p.room = ? AND p.status = 'pending'`, roomName)
 	if err != nil {
 		return nil, wh.Wrap(err, "read approvals")
 	}
@@ -102,7 +101,7 @@ func (s *Service) PendingApprovalsOf(ctx context.Context, handle string) ([]*App
 	for rows.Next() {
 		p, err := scanApproval(rows)
 		if err != nil {
-			return nil, err
+			return nil, wh.Wrap(err, "read approvals")
 		}
 		out = append(out, p)
 	}
