@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
@@ -61,6 +64,23 @@ func (e *env) close() {
 }
 
 func (e *env) url(path string) string { return e.h.URL() + path }
+
+// post posts text to the bench room and fails unless it was acknowledged.
+func (e *env) post(ctx context.Context, client *http.Client, text string) error {
+	body, _ := json.Marshal(map[string]string{"text": text})
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.url("/api/v1/rooms/bench/messages"), bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	drain(resp)
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("post: %s", resp.Status)
+	}
+	return nil
+}
 
 func check(err error, what string) error {
 	if err != nil {

@@ -118,17 +118,9 @@ func FanoutLatency(ctx context.Context, n, m int) (Dist, error) {
 	client := &http.Client{}
 	sent := map[int]time.Time{}
 	for k := 0; k < m; k++ {
-		req, _ := http.NewRequestWithContext(ctx, "POST", e.url("/api/v1/rooms/bench/messages"), strings.NewReader(fmt.Sprintf(`{"text":"mark-%d"}`, k)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+e.token)
 		sent[k] = time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
+		if err := e.post(ctx, client, fmt.Sprintf("mark-%d", k)); err != nil {
 			return Dist{}, err
-		}
-		drain(resp)
-		if resp.StatusCode != 201 {
-			return Dist{}, fmt.Errorf("post: %s", resp.Status)
 		}
 		pace(n)
 	}

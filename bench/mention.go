@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -99,15 +98,10 @@ func MentionLatency(ctx context.Context, n int) (Dist, error) {
 	client := &http.Client{}
 	sent := make([]time.Time, n)
 	for k := 0; k < n; k++ {
-		req, _ := http.NewRequestWithContext(ctx, "POST", e.url("/api/v1/rooms/bench/messages"), strings.NewReader(fmt.Sprintf(`{"text":"@bench/probe mark-%d"}`, k)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+e.token)
 		sent[k] = time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
+		if err := e.post(ctx, client, fmt.Sprintf("@bench/probe mark-%d", k)); err != nil {
 			return Dist{}, err
 		}
-		drain(resp)
 	}
 	time.Sleep(100 * time.Millisecond)
 	p.mu.Lock()

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -48,15 +47,8 @@ func PostThroughput(ctx context.Context, n, c int) (Throughput, error) {
 				if i > int64(n) || ctx.Err() != nil {
 					return
 				}
-				req, _ := http.NewRequestWithContext(ctx, "POST", e.url("/api/v1/rooms/bench/messages"), bytes.NewReader([]byte(fmt.Sprintf(`{"text":"message %d"}`, i))))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+e.token)
-				resp, err := client.Do(req)
-				if err != nil || resp.StatusCode != 201 {
+				if err := e.post(ctx, client, fmt.Sprintf("message %d", i)); err != nil {
 					failed.Add(1)
-				}
-				if resp != nil {
-					drain(resp)
 				}
 			}
 		}()
