@@ -168,20 +168,27 @@ func (l *Launched) StartTurn(ctx context.Context, in bridge.Input) (string, erro
 	return turn, nil
 }
 
+// runningTurnLocked returns the process if turnID is the running turn, or
+// the error Steer and Interrupt answer with. l.mu must be held.
+func (l *Launched) runningTurnLocked(turnID string) (*lproc, error) {
+	switch {
+	case l.closed || l.proc == nil:
+		return nil, bridge.ErrNotRunning
+	case l.turn == "":
+		return nil, bridge.ErrNoActiveTurn
+	case turnID != l.turn:
+		return nil, bridge.ErrStaleTurn
+	}
+	return l.proc, nil
+}
+
 // Steer writes in as a user message into the running turn expectedTurnID.
 func (l *Launched) Steer(ctx context.Context, expectedTurnID string, in bridge.Input) error {
 	l.mu.Lock()
-	p := l.proc
-	switch {
-	case l.closed || p == nil:
+	p, err := l.runningTurnLocked(expectedTurnID)
+	if err != nil {
 		l.mu.Unlock()
-		return bridge.ErrNotRunning
-	case l.turn == "":
-		l.mu.Unlock()
-		return bridge.ErrNoActiveTurn
-	case expectedTurnID != l.turn:
-		l.mu.Unlock()
-		return bridge.ErrStaleTurn
+		return err
 	}
 	l.unreplayed = append(l.unreplayed, in.Text)
 	l.mu.Unlock()
@@ -195,17 +202,10 @@ func (l *Launched) Steer(ctx context.Context, expectedTurnID string, in bridge.I
 // kill and restart. The turn ends with status "interrupted".
 func (l *Launched) Interrupt(ctx context.Context, turnID string) error {
 	l.mu.Lock()
-	p := l.proc
-	switch {
-	case l.closed || p == nil:
+	p, err := l.runningTurnLocked(turnID)
+	if err != nil {
 		l.mu.Unlock()
-		return bridge.ErrNotRunning
-	case l.turn == "":
-		l.mu.Unlock()
-		return bridge.ErrNoActiveTurn
-	case turnID != l.turn:
-		l.mu.Unlock()
-		return bridge.ErrStaleTurn
+		return err
 	}
 	l.interrupt = true
 	l.mu.Unlock()
