@@ -121,8 +121,7 @@ func TestWebSocketMembershipScope(t *testing.T) {
 	admin.Must(204, "DELETE", "/api/v1/rooms/inner/members/eve", nil)
 	s.WaitType("member.removed", 1, 5*time.Second)
 	admin.Post("inner", "after eve left")
-	marker := admin.Must(200, "POST", "/api/v1/dms", map[string]string{"with": "eve"})
-	_ = marker
+	admin.Must(200, "POST", "/api/v1/dms", map[string]string{"with": "eve"})
 	admin.Post("dm:eve:root", "dm marker")
 	testhub.WaitFor(t, 10*time.Second, "dm marker", func() bool {
 		for _, e := range s.Events() {

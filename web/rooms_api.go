@@ -113,7 +113,7 @@ func (s *Server) postDM(w http.ResponseWriter, r *http.Request, u *room.User) er
 	}
 	var rm *room.Room
 	var err error
-	if isAgentHandle(in.With) {
+	if strings.Contains(in.With, "/") { // owner/agent
 		rm, err = s.rooms.OpenAgentDM(r.Context(), u, in.With)
 	} else {
 		rm, err = s.rooms.OpenDM(r.Context(), u, in.With)
@@ -196,15 +196,6 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *room.Use
 func hasAgentMention(m *room.Message) bool {
 	for _, mn := range m.Mentions {
 		if mn.Kind == "agent" {
-			return true
-		}
-	}
-	return false
-}
-
-func isAgentHandle(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
 			return true
 		}
 	}

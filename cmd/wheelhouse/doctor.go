@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
@@ -114,24 +115,9 @@ func errText(err error, ok string) string {
 }
 
 func indent(s string) string {
-	out := ""
-	for _, l := range splitLines(s) {
-		out += "     " + l + "\n"
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString("     " + l + "\n")
 	}
-	return out
-}
-
-func splitLines(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
+	return b.String()
 }

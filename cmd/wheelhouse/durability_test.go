@@ -11,11 +11,11 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
 
-func startHubProc(t *testing.T, data string) (*proc, string, string) {
+func startHubProc(t *testing.T, data string) (*proc, string) {
 	p := startProc(t, nil, "hub", "--data", data, "--http", "127.0.0.1:0", "--nats", "127.0.0.1:0")
 	m := p.expect(t, `^Wheelhouse hub at (\S+) `)
 	url := m[1]
-	return p, url, ""
+	return p, url
 }
 
 func history(t *testing.T, c *testhub.Client, room string) []map[string]any {
@@ -36,7 +36,7 @@ func history(t *testing.T, c *testhub.Client, room string) []map[string]any {
 
 func TestDurability(t *testing.T) {
 	data := t.TempDir()
-	p, url, _ := startHubProc(t, data)
+	p, url := startHubProc(t, data)
 	tok := p.expect(t, `setup token (\S+)`)[1]
 
 	admin := testhub.NewClient(t, url)
@@ -54,7 +54,7 @@ func TestDurability(t *testing.T) {
 	p.cmd.Wait()
 
 	t.Run("AllAcknowledgedSurviveKill", func(t *testing.T) {
-		p2, url2, _ := startHubProc(t, data)
+		p2, url2 := startHubProc(t, data)
 		c := testhub.NewClient(t, url2)
 		c.Must(201, "POST", "/api/v1/sessions", map[string]string{"name": "root", "password": "correct horse"})
 		got := history(t, c, "durable")
@@ -76,7 +76,7 @@ func TestDurability(t *testing.T) {
 		}
 
 		t.Run("RebuiltFromStreamIdentical", func(t *testing.T) {
-			_, url3, _ := startHubProc(t, data)
+			_, url3 := startHubProc(t, data)
 			c := testhub.NewClient(t, url3)
 			c.Must(201, "POST", "/api/v1/sessions", map[string]string{"name": "root", "password": "correct horse"})
 			after, _ := json.Marshal(history(t, c, "durable"))
