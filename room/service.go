@@ -78,9 +78,6 @@ func (s *Service) Close() error {
 	return s.db.Close()
 }
 
-// DB exposes the read model to hub packages that own further tables.
-func (s *Service) DB() *DB { return s.db }
-
 // Now is the service clock.
 func (s *Service) Now() time.Time { return s.now() }
 

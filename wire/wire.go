@@ -90,9 +90,6 @@ const (
 	ReasonPeerAgent        = "peer-agent"
 )
 
-// IsFinal reports whether status ends a steer.
-func IsFinal(status string) bool { return status != StatusQueued && status != "" }
-
 // Part is a span of a message's text that the sender quoted or pasted; the
 // envelope fences it as data.
 type Part struct {
