@@ -53,8 +53,10 @@ func TestTwoHubNodes(t *testing.T) {
 	if len(got) != 2 || got[0].ID <= first || got[1].ID <= got[0].ID {
 		t.Fatalf("node B stream: %+v", got)
 	}
-	r := adminA.Must(200, "GET", "/api/v1/rooms/shared/messages", nil)
-	if n := len(r.Body["messages"].([]any)); n != 3 {
-		t.Fatalf("node A sees %d messages, want 3", n)
-	}
+	// Each node answers a write after applying it itself; another node
+	// applies it a moment later (it projects the same stream).
+	testhub.WaitFor(t, 10*time.Second, "node A to apply node B's message", func() bool {
+		r := adminA.Must(200, "GET", "/api/v1/rooms/shared/messages", nil)
+		return len(r.Body["messages"].([]any)) == 3
+	})
 }
