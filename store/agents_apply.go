@@ -68,7 +68,10 @@ func applyBridgePaired(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Even
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO bridges (id, owner_id, public_key, name, created_at) VALUES (?, ?, ?, ?, ?)`, d.ID, owner, d.PublicKey, d.Name, ts(ev.At))
 	if err != nil {
-		return nil, wh.Errorf(wh.EConflict, "this bridge key is already paired")
+		if IsConstraint(err) {
+			return nil, wh.Errorf(wh.EConflict, "this bridge key is already paired")
+		}
+		return nil, err
 	}
 	return nil, nil
 }

@@ -101,7 +101,10 @@ func applyApprovalRequested(ctx context.Context, tx *sql.Tx, seq uint64, ev chat
 	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, agent_id, turn_id, room, tool, summary, diff, payload, payload_hash, steered_by, tainted, status, expires_at, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`, d.ID, a.ID, d.TurnID, d.Room, d.Tool, d.Summary, d.Diff, d.Payload, d.PayloadHash,
 		string(steered), d.Tainted, ts(d.Expires), ts(ev.At)); err != nil {
-		return nil, wh.Errorf(wh.EConflict, "approval %s already recorded", d.ID)
+		if IsConstraint(err) {
+			return nil, wh.Errorf(wh.EConflict, "approval %s already recorded", d.ID)
+		}
+		return nil, err
 	}
 	if err := timelineTx(ctx, tx, seq, a.ID, "approval.requested", d.TurnID, "", map[string]any{"approvalId": d.ID, "tool": d.Tool,
 		"summary": d.Summary, "payloadHash": d.PayloadHash, "steeredBy": chat.NonNilStrings(d.SteeredBy), "tainted": d.Tainted}, ev.At); err != nil {

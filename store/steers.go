@@ -30,7 +30,10 @@ func applySteerRecorded(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Eve
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, turn_id, expires_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, d.ID, d.MessageID, rid, agentID, d.Sender, d.Status, d.Reason, d.Detail, d.TurnID, exp, ts(ev.At)); err != nil {
-		return nil, wh.Errorf(wh.EConflict, "steer %s already recorded", d.ID)
+		if IsConstraint(err) {
+			return nil, wh.Errorf(wh.EConflict, "steer %s already recorded", d.ID)
+		}
+		return nil, err
 	}
 	if agentID != 0 {
 		if err := timelineTx(ctx, tx, seq, agentID, "steer", d.TurnID, d.Sender, map[string]any{"steerId": d.ID, "room": d.Room, "messageId": d.MessageID, "status": d.Status, "reason": d.Reason}, ev.At); err != nil {
