@@ -485,9 +485,12 @@ func (l *Log) applyRetrying(batch []Entry) bool {
 		if l.failed.Swap(f) == nil {
 			l.log.Error("projection stopped; retrying", "seq", keep[0].Seq, "err", err)
 		}
+		// Changes already in the stream will be applied once the projector
+		// recovers: their writers learn that, not "try again" (a retry
+		// would record them twice).
 		l.mu.Lock()
 		for id, w := range l.waiters {
-			w <- l.writeErr()
+			w <- &wh.Error{Code: wh.EUnavailable, Reason: ReasonProjection, Message: "the change was recorded, but this hub cannot apply changes right now (its database refused a write; it retries on its own): it appears once the hub recovers, so do not send it again", Err: err}
 			delete(l.waiters, id)
 		}
 		l.mu.Unlock()
