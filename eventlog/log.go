@@ -160,7 +160,7 @@ func (l *Log) Start(ctx context.Context) error {
 		return wh.Wrap(err, "read the projection position")
 	}
 	if applied > info.State.LastSeq {
-		return wh.Errorf(wh.EInvalid, "the database has applied event %d but the stream ends at %d: this SQLite file belongs to another stream; move it away and restart to rebuild it", applied, info.State.LastSeq)
+		return wh.Errorf(wh.EInvalid, "the database has applied event %d but the stream ends at %d: this SQLite file belongs to another stream (another deployment, or a stream that was reset). Move the SQLite file away and restart to rebuild it from this stream, or point --data at the right data", applied, info.State.LastSeq)
 	}
 	if applied > 0 {
 		if err := l.checkIdentity(ctx, st); err != nil {
