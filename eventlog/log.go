@@ -65,6 +65,12 @@ type Config struct {
 	// Retry is the first wait before re-applying a batch that failed
 	// (doubled up to a minute); default one second.
 	Retry time.Duration
+	// Capacity reports the event store's use and limit in bytes when the
+	// caller knows them (an embedded NATS server); ok is false otherwise.
+	// Without it, a full store is known from the account's limits or from
+	// a refused append, and known to have room again when an append
+	// succeeds.
+	Capacity func() (used, limit uint64, ok bool)
 }
 
 // Log appends events to the stream and projects them, in order.
@@ -74,6 +80,7 @@ type Log struct {
 	log      *slog.Logger
 	replicas int
 	retry    time.Duration
+	capacity func() (used, limit uint64, ok bool)
 
 	mu      sync.Mutex
 	waiters map[string]chan error
@@ -120,7 +127,7 @@ func New(cfg Config) *Log {
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
 	}
-	return &Log{js: cfg.JS, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry,
+	return &Log{js: cfg.JS, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry, capacity: cfg.Capacity,
 		waiters: map[string]chan error{}, notify: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -269,15 +276,24 @@ func (l *Log) WaitApplied(ctx context.Context, seq uint64) error {
 	}
 }
 
-// writeErr is the error a write gets while the log cannot take it.
+// writeErr is the error a write gets while the log cannot take it. A full
+// store does not refuse here: JetStream answers an append at once, and the
+// first one that fits again shows there is room.
 func (l *Log) writeErr() error {
 	if f := l.failed.Load(); f != nil {
 		return &wh.Error{Code: wh.EUnavailable, Reason: f.Reason, Message: "the hub cannot apply changes right now (its database refused a write; it retries on its own): try again shortly", Err: f.Err}
 	}
-	if f := l.health.Load(); f != nil {
+	if f := l.health.Load(); f != nil && f.Reason != ReasonLogFull {
 		return healthErr(f)
 	}
 	return nil
+}
+
+// appended notes an append the stream took: it is not full.
+func (l *Log) appended() {
+	if f := l.health.Load(); f != nil && f.Reason == ReasonLogFull && l.health.CompareAndSwap(f, nil) {
+		l.log.Info("the event log takes writes again", "was", f.Reason)
+	}
 }
 
 func healthErr(f *Failure) error {
@@ -314,6 +330,7 @@ func (l *Log) Append(ctx context.Context, ev chat.Event) (uint64, error) {
 	if err != nil {
 		return 0, l.publishErr(err)
 	}
+	l.appended()
 	if ack.Duplicate {
 		// Appended before under the same id: answer as the first time.
 		if err := l.WaitApplied(ctx, ack.Sequence); err != nil {
@@ -347,6 +364,7 @@ func (l *Log) Record(ctx context.Context, ev chat.Event) (uint64, error) {
 	if err != nil {
 		return 0, l.publishErr(err)
 	}
+	l.appended()
 	return ack.Sequence, nil
 }
 
@@ -396,29 +414,49 @@ func (l *Log) watchStream() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := l.stream.Info(ctx)
-		if err == nil {
-			var ai *jetstream.AccountInfo
-			ai, err = l.js.AccountInfo(ctx)
-			if err == nil && ai.Limits.MaxStore > 0 && ai.Store >= uint64(ai.Limits.MaxStore) {
-				err = fmt.Errorf("store %d of %d bytes", ai.Store, ai.Limits.MaxStore)
-				l.health.Store(&Failure{Reason: ReasonLogFull, Err: err})
-				cancel()
-				continue
-			}
-		}
+		l.checkStream(ctx)
 		cancel()
-		if err == nil {
-			if old := l.health.Swap(nil); old != nil {
-				l.log.Info("the event log takes writes again", "was", old.Reason)
-			}
-			continue
-		}
+	}
+}
+
+func (l *Log) checkStream(ctx context.Context) {
+	if _, err := l.stream.Info(ctx); err != nil {
 		f := classify(err)
 		if old := l.health.Swap(f); old == nil || old.Reason != f.Reason {
 			l.log.Error("the event log cannot take writes", "reason", f.Reason, "err", err)
 		}
+		return
 	}
+	full, known, detail := l.storeFull(ctx)
+	old := l.health.Load()
+	switch {
+	case full:
+		if l.health.Swap(&Failure{Reason: ReasonLogFull, Err: detail}) == nil {
+			l.log.Error("the event log cannot take writes", "reason", ReasonLogFull, "err", detail)
+		}
+	case old == nil:
+	case old.Reason == ReasonLogFull && !known:
+		// Nothing here can tell whether there is room again; the next
+		// append that succeeds does.
+	case l.health.CompareAndSwap(old, nil):
+		l.log.Info("the event log takes writes again", "was", old.Reason)
+	}
+}
+
+// storeFull reports whether the event store is at its limit, and whether
+// that is known (a limit the hub can see: the embedded server's, or the
+// account's).
+func (l *Log) storeFull(ctx context.Context) (full, known bool, detail error) {
+	if l.capacity != nil {
+		if used, limit, ok := l.capacity(); ok && limit > 0 {
+			return used >= limit, true, fmt.Errorf("store %d of %d bytes", used, limit)
+		}
+	}
+	ai, err := l.js.AccountInfo(ctx)
+	if err == nil && ai.Limits.MaxStore > 0 {
+		return ai.Store >= uint64(ai.Limits.MaxStore), true, fmt.Errorf("store %d of %d bytes (account limit)", ai.Store, ai.Limits.MaxStore)
+	}
+	return false, false, nil
 }
 
 func (l *Log) project() {

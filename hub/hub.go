@@ -44,6 +44,11 @@ type Config struct {
 	NATSURL string
 	// Replicas for the event stream (3 in a cluster).
 	Replicas int
+	// NATSMaxStore caps the embedded JetStream file store, in bytes (0:
+	// nats-server's default, most of the disk's free space). When the
+	// event log reaches it, writes are refused with 507 storage_full and
+	// /readyz says event-log-full. Ignored with NATSURL.
+	NATSMaxStore int64
 	// PublicURL is how people reach this hub (printed, used in pairing
 	// commands); defaults to http://<HTTPAddr>.
 	PublicURL string
@@ -78,6 +83,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
+	}
+	if c.NATSMaxStore < 0 {
+		return wh.Errorf(wh.EInvalid, "--nats-max-store must not be negative")
 	}
 	if c.SteerBurst <= 0 {
 		c.SteerBurst = DefaultSteerBurst
@@ -145,7 +153,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	} else {
 		pass := randomHex(24)
 		auth := &authenticator{hubUser: "hub", hubPass: pass, lookup: h.link.lookupBridge, log: h.log}
-		h.ns, err = startNATS(h.cfg.NATSAddr, filepath.Join(h.cfg.DataDir, "jetstream"), auth, h.log)
+		h.ns, err = startNATS(h.cfg.NATSAddr, filepath.Join(h.cfg.DataDir, "jetstream"), h.cfg.NATSMaxStore, auth, h.log)
 		if err != nil {
 			return err
 		}
@@ -158,7 +166,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return wh.Wrap(err, "JetStream")
 	}
-	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log})
+	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log, Capacity: h.storeCapacity})
 	if err != nil {
 		return err
 	}
@@ -229,6 +237,18 @@ func (h *Hub) ready() error {
 		return &eventlog.Failure{Reason: "nats-disconnected", Err: errors.New("not connected to NATS")}
 	}
 	return h.rooms.Log.Ready()
+}
+
+// storeCapacity is the embedded JetStream store's use and limit.
+func (h *Hub) storeCapacity() (used, limit uint64, ok bool) {
+	if h.ns == nil {
+		return 0, 0, false
+	}
+	info, err := h.ns.Jsz(nil)
+	if err != nil || info.Config.MaxStore <= 0 {
+		return 0, 0, false
+	}
+	return info.Store, uint64(info.Config.MaxStore), true
 }
 
 // Close shuts down in order: HTTP, WebSockets (1001), NATS drain, NATS

@@ -92,8 +92,9 @@ func BridgePermissions(bridgeID string) *server.Permissions {
 }
 
 // startNATS starts the embedded server. listen is host:port ("" or port -1
-// picks a free loopback port).
-func startNATS(listen, storeDir string, auth *authenticator, log *slog.Logger) (*server.Server, error) {
+// picks a free loopback port); maxStore caps the JetStream file store in
+// bytes (0: the server's default).
+func startNATS(listen, storeDir string, maxStore int64, auth *authenticator, log *slog.Logger) (*server.Server, error) {
 	host, port := "127.0.0.1", -1
 	if listen != "" {
 		h, p, err := net.SplitHostPort(listen)
@@ -121,6 +122,9 @@ func startNATS(listen, storeDir string, auth *authenticator, log *slog.Logger) (
 		CustomClientAuthentication: auth,
 		MaxPayload:                 1 << 20,
 		DisableJetStreamBanner:     true,
+	}
+	if maxStore > 0 {
+		opts.JetStreamMaxStore = maxStore
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

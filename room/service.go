@@ -20,6 +20,8 @@ type Config struct {
 	Replicas int
 	Now      func() time.Time
 	Logger   *slog.Logger
+	// Capacity reports the event store's use and limit (eventlog.Config).
+	Capacity func() (used, limit uint64, ok bool)
 }
 
 // Service is the chat domain: the rules every change passes (who may do
@@ -46,7 +48,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches()}
-	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas})
+	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas, Capacity: cfg.Capacity})
 	s.Log.OnFeed(s.cache.onFeed)
 	return s, nil
 }
