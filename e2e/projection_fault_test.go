@@ -113,6 +113,31 @@ func TestProjectionDiskFull(t *testing.T) {
 	})
 }
 
+// A hub whose projection has stopped shuts down promptly: what waits for
+// the projection (routing the message in flight) gives up on shutdown.
+func TestStopWhileProjectionStopped(t *testing.T) {
+	ns := startNATS(t)
+	dir := mountTmpfs(t, "4m")
+	h := testhub.Start(t, testhub.Options{DataDir: dir, NATSURL: ns.ClientURL()})
+	admin := h.Setup("root", "correct horse")
+	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "r"})
+	fillDisk(t, dir)
+	big := strings.Repeat("the disk is full; ", 800)
+	for i := 0; i <= 300; i++ {
+		if r := admin.Do("POST", "/api/v1/rooms/r/messages", map[string]string{"text": big}); r.Status == 503 {
+			break
+		}
+	}
+	if r := testhub.NewClient(t, h.URL()).Do("GET", "/readyz", nil); r.Body["reason"] != "projection-stopped" {
+		t.Fatalf("readyz %d %s", r.Status, r.Raw)
+	}
+	start := time.Now()
+	h.Stop()
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the hub took %s to stop", d)
+	}
+}
+
 // mountTmpfs mounts a tmpfs of the given size on a fresh directory and
 // unmounts it when the test ends (after the hub using it has stopped).
 // Mounting needs CAP_SYS_ADMIN (root, as the test machines run).
