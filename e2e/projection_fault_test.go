@@ -212,3 +212,36 @@ func apiState(t *testing.T, c *testhub.Client) string {
 	}
 	return b.String()
 }
+
+// TestEventLogDiskFull fills the disk under an embedded hub's JetStream
+// store (its data dir is a tmpfs of its own) before the store reaches its
+// own limit. The hub refuses writes with 507 before the store runs into
+// the full disk (nats-server stops storing into a stream whose write
+// failed until it restarts) and is not ready; when space returns it takes
+// writes again without a restart.
+func TestEventLogDiskFull(t *testing.T) {
+	dir := mountTmpfs(t, "48m")
+	h := testhub.Start(t, testhub.Options{DataDir: dir})
+	admin := h.Setup("root", "correct horse")
+	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "r"})
+	admin.Post("r", "before the disk filled")
+
+	filler := fillDisk(t, dir)
+	r := admin.Do("POST", "/api/v1/rooms/r/messages", map[string]string{"text": "on a full disk"})
+	if r.Status != 507 || r.ErrCode() != "storage_full" || r.ErrReason() != "event-log-full" {
+		t.Fatalf("%d %s", r.Status, r.Raw)
+	}
+	if r := testhub.NewClient(t, h.URL()).Do("GET", "/readyz", nil); r.Status != 503 || r.Body["reason"] != "event-log-full" {
+		t.Fatalf("readyz %d %s", r.Status, r.Raw)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	testhub.WaitFor(t, 10*time.Second, "readyz 200", func() bool {
+		return testhub.NewClient(t, h.URL()).Do("GET", "/readyz", nil).Status == 200
+	})
+	admin.Post("r", "after the disk had room again")
+	if texts := roomTexts(t, admin, "r"); strings.Join(texts, "|") != "before the disk filled|after the disk had room again" {
+		t.Fatalf("messages %q", shorten(texts))
+	}
+}

@@ -283,10 +283,32 @@ func (l *Log) writeErr() error {
 	if f := l.failed.Load(); f != nil {
 		return &wh.Error{Code: wh.EUnavailable, Reason: f.Reason, Message: "the hub cannot apply changes right now (its database refused a write; it retries on its own): try again shortly", Err: f.Err}
 	}
+	if full, detail := l.capacityFull(); full {
+		// Refused before the store is asked: a store that runs into a full
+		// disk stops taking writes until it restarts (nats-server 2.x).
+		f := &Failure{Reason: ReasonLogFull, Err: detail}
+		if old := l.health.Swap(f); old == nil || old.Reason != f.Reason {
+			l.log.Error("the event log cannot take writes", "reason", f.Reason, "err", detail)
+		}
+		return healthErr(f)
+	}
 	if f := l.health.Load(); f != nil && f.Reason != ReasonLogFull {
 		return healthErr(f)
 	}
 	return nil
+}
+
+// capacityFull reports whether the caller's view of the store (Capacity)
+// says it is full.
+func (l *Log) capacityFull() (bool, error) {
+	if l.capacity == nil {
+		return false, nil
+	}
+	used, limit, ok := l.capacity()
+	if !ok || limit == 0 {
+		return false, nil
+	}
+	return used >= limit, fmt.Errorf("store %d of %d bytes (its limit, or what its disk has left)", used, limit)
 }
 
 // appended notes an append the stream took: it is not full.
@@ -448,8 +470,9 @@ func (l *Log) checkStream(ctx context.Context) {
 // account's).
 func (l *Log) storeFull(ctx context.Context) (full, known bool, detail error) {
 	if l.capacity != nil {
-		if used, limit, ok := l.capacity(); ok && limit > 0 {
-			return used >= limit, true, fmt.Errorf("store %d of %d bytes", used, limit)
+		if _, _, ok := l.capacity(); ok {
+			full, detail := l.capacityFull()
+			return full, true, detail
 		}
 	}
 	ai, err := l.js.AccountInfo(ctx)

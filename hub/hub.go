@@ -239,7 +239,15 @@ func (h *Hub) ready() error {
 	return h.rooms.Log.Ready()
 }
 
-// storeCapacity is the embedded JetStream store's use and limit.
+// diskReserve is the space the embedded store leaves free on its disk:
+// more than the largest message and the store's own bookkeeping.
+const diskReserve = 16 << 20
+
+// storeCapacity is the embedded JetStream store's use and limit: its
+// configured limit, or less when its disk fills first (other files, the
+// SQLite projection). nats-server stops storing into a stream whose write
+// failed for want of space until it restarts, so the hub refuses writes
+// before the disk is full.
 func (h *Hub) storeCapacity() (used, limit uint64, ok bool) {
 	if h.ns == nil {
 		return 0, 0, false
@@ -248,7 +256,15 @@ func (h *Hub) storeCapacity() (used, limit uint64, ok bool) {
 	if err != nil || info.Config.MaxStore <= 0 {
 		return 0, 0, false
 	}
-	return info.Store, uint64(info.Config.MaxStore), true
+	used, limit = info.Store, uint64(info.Config.MaxStore)
+	if free, ok := diskFree(h.ns.StoreDir()); ok {
+		room := uint64(0)
+		if free > diskReserve {
+			room = free - diskReserve
+		}
+		limit = min(limit, used+room)
+	}
+	return used, limit, true
 }
 
 // Close shuts down in order: HTTP, WebSockets (1001), NATS drain, NATS
