@@ -33,6 +33,8 @@ type Options struct {
 	SteerTimeout time.Duration
 	// NATSMaxStore caps the embedded JetStream store (bytes).
 	NATSMaxStore int64
+	// Replicas of the event stream (3 on a NATS cluster).
+	Replicas int
 }
 
 // Hub is a running test hub.
@@ -72,7 +74,7 @@ func Start(t testing.TB, o Options) *Hub {
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
-	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout, NATSMaxStore: o.NATSMaxStore})
+	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout, NATSMaxStore: o.NATSMaxStore, Replicas: o.Replicas})
 	if err != nil {
 		t.Fatal(err)
 	}
