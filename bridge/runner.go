@@ -53,9 +53,9 @@ const (
 	// workQueue bounds the steers waiting for one agent; more are refused
 	// at once rather than blocking the others.
 	workQueue = 64
-	// callTimeout bounds every call into a harness: a hung harness fails
-	// that call, never the bridge.
-	callTimeout = 10 * time.Second
+	// DefaultCallTimeout bounds every call into a harness: a hung harness
+	// fails that call, never the bridge.
+	DefaultCallTimeout = 10 * time.Second
 	// deadlineMargin is how long before a steer's deadline the bridge
 	// stops acting on it (for the uncertainty in the hub's clock).
 	deadlineMargin = 250 * time.Millisecond
@@ -120,8 +120,8 @@ func (r *runner) recall(id string) (wire.Receipt, bool) {
 }
 
 // callCtx bounds one call into the harness.
-func callCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), callTimeout)
+func (r *runner) callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), r.b.cfg.CallTimeout)
 }
 
 func (r *runner) handle() string { return "@" + r.b.cfg.Creds.Owner + "/" + r.cfg.Name }
@@ -175,16 +175,25 @@ func (r *runner) steer(st wire.Steer) wire.Receipt {
 	if rc, ok := r.recall(st.ID); ok {
 		return rc // the hub sent it again: same answer, nothing done twice
 	}
-	rc := r.deliver(st)
-	r.remember(st.ID, rc)
+	rc, acted := r.deliver(st)
+	if acted {
+		r.remember(st.ID, rc)
+	}
 	return rc
 }
 
-func (r *runner) deliver(st wire.Steer) wire.Receipt {
+// deliver handles a steer; acted is false when it was refused for arriving
+// late (the hub may send it again with a new deadline, and that copy must
+// be judged afresh).
+func (r *runner) deliver(st wire.Steer) (rc wire.Receipt, acted bool) {
 	if late := r.b.hubNow().Sub(st.Deadline.Add(-deadlineMargin)); late > 0 {
 		r.b.printf("refused @%s's message for %s: it arrived %s after its deadline (the hub has told the sender it expired)", st.Sender, r.handle(), late.Round(time.Millisecond))
-		return wire.Receipt{Status: wire.StatusExpired, Reason: wire.ReasonExpired, Detail: "the agent's machine received the message after its deadline; nothing was done with it"}
+		return wire.Receipt{Status: wire.StatusExpired, Reason: wire.ReasonExpired, Detail: "the agent's machine received the message after its deadline; nothing was done with it"}, false
 	}
+	return r.decide(st), true
+}
+
+func (r *runner) decide(st wire.Steer) wire.Receipt {
 	pol := r.getPolicy()
 	d := authz.BridgeAccepts(authz.BridgeCheck{Owner: r.b.cfg.Creds.Owner, SteerOwner: st.Owner, Sender: st.Sender,
 		SenderIsOwner: st.SenderIsOwner, SenderIsAgent: st.SenderIsAgent, Address: pol.Address, Allowed: pol.Allowed,
@@ -237,7 +246,7 @@ func (r *runner) deliver(st wire.Steer) wire.Receipt {
 			r.steeredBy = append(r.steeredBy, st.Sender)
 		}
 		r.mu.Unlock()
-		ctx, cancel := callCtx()
+		ctx, cancel := r.callCtx()
 		err := r.h.Steer(ctx, turn, in)
 		cancel()
 		switch {
@@ -257,7 +266,7 @@ func (r *runner) deliver(st wire.Steer) wire.Receipt {
 			r.clearTurn(turn, "completed")
 			return r.start(st, in)
 		case errors.Is(err, context.DeadlineExceeded):
-			return reject(wire.ReasonAgentFailed, fmt.Sprintf("the agent did not take the message within %s", callTimeout))
+			return reject(wire.ReasonAgentFailed, fmt.Sprintf("the agent did not take the message within %s", r.b.cfg.CallTimeout))
 		default:
 			return reject(wire.ReasonAgentFailed, err.Error())
 		}
@@ -272,7 +281,7 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 	r.mu.Lock()
 	r.turnRoom, r.steeredBy, r.steers = st.Room, []string{st.Sender}, 1
 	r.mu.Unlock()
-	ctx, cancel := callCtx()
+	ctx, cancel := r.callCtx()
 	id, err := r.h.StartTurn(ctx, in)
 	cancel()
 	if errors.Is(err, ErrBusy) {
@@ -283,7 +292,7 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 		r.turnRoom, r.steeredBy, r.steers = "", nil, 0
 		r.mu.Unlock()
 		if errors.Is(err, context.DeadlineExceeded) {
-			return reject(wire.ReasonAgentFailed, fmt.Sprintf("the agent did not start a turn within %s", callTimeout))
+			return reject(wire.ReasonAgentFailed, fmt.Sprintf("the agent did not start a turn within %s", r.b.cfg.CallTimeout))
 		}
 		return reject(wire.ReasonAgentFailed, "the agent could not start a turn: "+err.Error())
 	}
@@ -385,7 +394,7 @@ func (r *runner) interrupt(by string) error {
 		return errors.New("no turn is running")
 	}
 	r.b.printf("@%s stopped %s turn %s", by, r.handle(), turn)
-	ctx, cancel := callCtx()
+	ctx, cancel := r.callCtx()
 	defer cancel()
 	return r.h.Interrupt(ctx, turn)
 }
@@ -422,7 +431,7 @@ func (r *runner) resync(c wire.Control) {
 	r.mu.Lock()
 	r.stopper = ""
 	r.mu.Unlock()
-	ctx, cancel := callCtx()
+	ctx, cancel := r.callCtx()
 	err := r.h.Interrupt(ctx, turn)
 	cancel()
 	if err != nil {

@@ -101,6 +101,7 @@ func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wi
 		l.presence[b.ID] = p
 	}
 	p.lastSeen = time.Now()
+	p.callTimeout = a.CallTimeout.D()
 	l.mu.Unlock()
 	ack.HubTime = l.rooms.Now().UTC()
 	return ack

@@ -23,6 +23,7 @@ const (
 	MaxDetail      = 2 << 10   // a receipt's detail, an update's reason
 	MaxSteeredBy   = 64
 	MaxApprovalTTL = 24 * time.Hour
+	MaxCallTimeout = 5 * time.Minute
 	// ClockSkew is how far a bridge's clock may be from the hub's in the
 	// times it reports.
 	ClockSkew = 24 * time.Hour
@@ -163,6 +164,9 @@ func (p *Policy) Validate() error {
 func (a *Announce) Validate() error {
 	if len(a.Agents) > MaxAgents {
 		return invalid("more than %d agents", MaxAgents)
+	}
+	if a.CallTimeout < 0 || a.CallTimeout.D() > MaxCallTimeout {
+		return invalid("call timeout must be between 0 and %s", MaxCallTimeout)
 	}
 	seen := map[string]bool{}
 	for i := range a.Agents {

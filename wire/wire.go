@@ -217,6 +217,9 @@ const (
 type Announce struct {
 	Version int         `json:"version"`
 	Agents  []AgentInfo `json:"agents"`
+	// CallTimeout is the bridge's bound on a harness call: the hub waits
+	// this long past a steer's deadline for the bridge's answer.
+	CallTimeout Duration `json:"callTimeout,omitempty"`
 }
 
 // AnnounceAck answers an Announce with the owner the hub knows for this
