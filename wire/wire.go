@@ -151,6 +151,16 @@ type Steer struct {
 	// bridge steers only into the turn it believes active; if this is set and
 	// differs from that turn, the steer is rejected as stale.
 	ExpectedTurn string `json:"expectedTurn,omitempty"`
+	// TimelineHead is the newest entry of the agent's timeline the hub had
+	// when it sent the steer. The bridge journals it; inspect --verify later
+	// checks that the hub's timeline still holds that entry unchanged.
+	TimelineHead *ChainHead `json:"timelineHead,omitempty"`
+}
+
+// ChainHead names one entry of an agent's hash-chained timeline.
+type ChainHead struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
 }
 
 // Receipt reports what became of a steer.
@@ -257,6 +267,14 @@ type ApprovalRequest struct {
 	Tainted     bool      `json:"tainted"`
 	Room        string    `json:"room,omitempty"`
 	Expires     time.Time `json:"expires"`
+
+	// DataTainted: pasted, quoted or forwarded text, or another agent's
+	// output, reached the turn (Data lists the kinds); auto-approve is off.
+	DataTainted bool     `json:"dataTainted,omitempty"`
+	Data        []string `json:"data,omitempty"`
+	// Sandbox is where the call will run, in the harness's words (codex
+	// also puts it into the approved payload, so the hash binds it).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Decision is the owner's answer, relayed by the hub (or made locally).
@@ -267,6 +285,9 @@ type Decision struct {
 	PayloadHash string `json:"payloadHash"`
 	By          string `json:"by"`
 	Reason      string `json:"reason,omitempty"`
+
+	// TimelineHead: as in Steer, the hub's newest timeline entry for the agent.
+	TimelineHead *ChainHead `json:"timelineHead,omitempty"`
 }
 
 // ApprovalUpdate reports an approval decided or ended on the bridge itself:
