@@ -78,6 +78,14 @@ func (t TurnInputs) NeedsOwnerDecision(tool string, autoApprove []string) bool {
 	return NeedsOwnerDecision(!t.Clean(), tool, autoApprove)
 }
 
+// AutoApprovable reports whether the owner's auto-approve list may decide
+// a call: only in a clean turn, only for a listed tool, and never for a
+// call that leaves the sandbox the turn otherwise runs in (that is more
+// than the owner's configuration grants, so the owner sees it).
+func (t TurnInputs) AutoApprovable(tool string, autoApprove []string, leavesSandbox bool) bool {
+	return !leavesSandbox && !t.NeedsOwnerDecision(tool, autoApprove)
+}
+
 // MessageNeedsStrict reports whether a message may only go into a turn in
 // which every side effect reaches the owner's approval gate: any message
 // that is not the owner's own typed words (a teammate's, an agent's, or the
@@ -103,3 +111,7 @@ func DataPhrase(kinds []string) string {
 	}
 	return strings.Join(out[:len(out)-1], ", ") + " and " + out[len(out)-1]
 }
+
+// MessageDataKinds keeps the known data kinds of a list that came over the
+// wire, in order, each once (unknown kinds count as pasted).
+func MessageDataKinds(kinds []string) []string { return sortData(kinds) }

@@ -98,7 +98,8 @@ func (l *Link) deliverOne(ctx context.Context, sender *room.User, m *room.Messag
 		expectTurn = a.TurnID
 	}
 	st := wire.Steer{ID: r.SteerID, Agent: a.Name, Owner: a.Owner, Room: m.Room, RoomKind: roomKind(m.Room), MessageID: m.ID,
-		Sender: sender.Name, SenderIsOwner: sender.Name == a.Owner, SentAt: m.CreatedAt, Text: m.Text, Stop: stop, ExpectedTurn: expectTurn}
+		Sender: sender.Name, SenderIsOwner: sender.Name == a.Owner, SentAt: m.CreatedAt, Text: m.Text, Stop: stop, ExpectedTurn: expectTurn,
+		TimelineHead: l.timelineHead(ctx, a.ID)}
 	for _, p := range m.Parts {
 		st.Parts = append(st.Parts, wire.Part{Kind: p.Kind, Start: p.Start, End: p.End})
 	}
@@ -232,7 +233,7 @@ func (l *Link) Decide(ctx context.Context, actor *room.User, id, decision, hash 
 	if err != nil {
 		return nil, err
 	}
-	d := wire.Decision{ApprovalID: id, Agent: a.Name, Decision: decision, PayloadHash: hash, By: actor.Name}
+	d := wire.Decision{ApprovalID: id, Agent: a.Name, Decision: decision, PayloadHash: hash, By: actor.Name, TimelineHead: l.timelineHead(ctx, a.ID)}
 	var ack wire.Ack
 	if err := l.request(ctx, a.Bridge, wire.KindDecision, d, &ack, ControlTimeout); err != nil {
 		return nil, err
@@ -267,7 +268,8 @@ func (l *Link) void(ctx context.Context, roomName, reason string, match func(p *
 			continue
 		}
 		var ack wire.Ack
-		d := wire.Decision{ApprovalID: p.ID, Agent: a.Name, Decision: "deny", PayloadHash: p.PayloadHash, By: "wheelhouse", Reason: reason}
+		d := wire.Decision{ApprovalID: p.ID, Agent: a.Name, Decision: "deny", PayloadHash: p.PayloadHash, By: "wheelhouse", Reason: reason,
+			TimelineHead: l.timelineHead(ctx, a.ID)}
 		if err := l.request(ctx, a.Bridge, wire.KindDecision, d, &ack, ControlTimeout); err != nil {
 			l.log.Info("voiding: the bridge did not answer; its own expiry will deny", "approval", p.ID, "err", err)
 		}
@@ -318,4 +320,14 @@ func (l *Link) BridgeRevoked(ctx context.Context, bridgeID string) {
 	if p != nil {
 		l.markOffline(bridgeID, p.hbAt)
 	}
+}
+
+// timelineHead is the agent's newest timeline entry on this node, for the
+// bridge's journal; nil when there is none or it cannot be read.
+func (l *Link) timelineHead(ctx context.Context, agentID int64) *wire.ChainHead {
+	seq, hash, err := l.rooms.TimelineHead(ctx, agentID)
+	if err != nil || hash == "" {
+		return nil
+	}
+	return &wire.ChainHead{Seq: seq, Hash: hash}
 }

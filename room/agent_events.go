@@ -99,10 +99,11 @@ type steerRecorded struct {
 type turnEvent struct {
 	Handle string `json:"handle"`
 	TurnID string `json:"turnId"`
-	Kind   string `json:"kind"` // started, ended, interrupted
+	Kind   string `json:"kind"` // started, ended, interrupted, tool
 	Status string `json:"status,omitempty"`
 	Room   string `json:"room,omitempty"`
 	By     string `json:"by,omitempty"`
+	Text   string `json:"text,omitempty"` // kind "tool": the command and its outcome
 }
 
 type approvalRequested struct {

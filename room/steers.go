@@ -215,9 +215,17 @@ func (s *Service) queryReceipts(ctx context.Context, where string, args ...any) 
 	return out, rows.Err()
 }
 
-// RecordTurn stores a turn start or end (and the agent's new state).
+// RecordTurn stores a turn start or end (and the agent's new state), or a
+// tool event of the turn (its command and outcome, refusals included).
 func (s *Service) RecordTurn(ctx context.Context, handle string, te wire.TurnEvent, by string) error {
-	_, err := s.append(ctx, EvTurn, turnEvent{Handle: handle, TurnID: te.TurnID, Kind: te.Kind, Status: te.Status, Room: te.Room, By: by})
+	ev := turnEvent{Handle: handle, TurnID: te.TurnID, Kind: te.Kind, Status: te.Status, Room: te.Room, By: by}
+	if te.Kind == wire.TurnTool {
+		ev.Text = te.Text
+		if len(ev.Text) > 4<<10 {
+			ev.Text = ev.Text[:4<<10] + "…"
+		}
+	}
+	_, err := s.append(ctx, EvTurn, ev)
 	return err
 }
 
@@ -233,6 +241,9 @@ func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedIte
 	detail := map[string]any{"room": d.Room}
 	if d.Status != "" {
 		detail["status"] = d.Status
+	}
+	if d.Text != "" {
+		detail["text"] = d.Text
 	}
 	return nil, timelineTx(ctx, tx, seq, a.ID, "turn."+d.Kind, d.TurnID, d.By, detail, ev.At)
 }

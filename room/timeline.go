@@ -98,6 +98,18 @@ func (s *Service) Timeline(ctx context.Context, viewer *User, handle, turnID str
 	return out, rows.Err()
 }
 
+// TimelineHead is the newest entry of an agent's timeline as this node has
+// applied it (zero before the first). The hub sends it to the bridge with
+// each steer and decision; the bridge journals it, so that a later rewrite
+// of the timeline up to there, or the loss of its tail, shows.
+func (s *Service) TimelineHead(ctx context.Context, agentID int64) (seq uint64, hash string, err error) {
+	err = s.db.r.QueryRowContext(ctx, `SELECT seq, hash FROM timeline WHERE agent_id = ? ORDER BY seq DESC LIMIT 1`, agentID).Scan(&seq, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", nil
+	}
+	return seq, hash, err
+}
+
 // VerifyTimeline checks a full timeline's hash chain; it returns the index
 // of the first bad entry, or -1.
 func VerifyTimeline(entries []TimelineEntry) int {
