@@ -97,6 +97,13 @@ func TestTurnInputsAutoApprove(t *testing.T) {
 			}
 		})
 	}
+	t.Run("LeavingTheSandboxIsNeverAutoApproved", func(t *testing.T) {
+		in := TurnInputs{Owner: owner}
+		in.Add(owner, nil)
+		if !in.AutoApprovable("exec_command", auto, false) || in.AutoApprovable("exec_command", auto, true) {
+			t.Fatal("auto-approve must cover a clean in-sandbox call and never one that leaves the sandbox")
+		}
+	})
 	t.Run("AddKeepsSendersOnceAndDataSorted", func(t *testing.T) {
 		in := TurnInputs{Owner: owner}
 		in.Add("carol", []string{DataQuote})

@@ -105,7 +105,7 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	inputs := r.turnInputs()
 	steeredBy, tainted := inputs.SteeredBy, inputs.Tainted()
 	logf := func(format string, args ...any) { r.b.printf("%s: "+format, append([]any{r.handle()}, args...)...) }
-	if !inputs.NeedsOwnerDecision(ask.Call.Tool, pol.AutoApprove) {
+	if inputs.AutoApprovable(ask.Call.Tool, pol.AutoApprove, ask.LeavesSandbox) {
 		logf("auto-approved %s (owner's setting; every input of the turn is the owner's own words)", ask.Call.Tool)
 		return &grant{hash: hash, log: logf}, nil
 	}

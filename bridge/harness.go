@@ -131,6 +131,9 @@ type ApprovalAsk struct {
 	// access"). A harness that binds it into Call.Args makes the approval
 	// hash cover it.
 	Sandbox string
+	// LeavesSandbox: the call would run outside the sandbox the turn
+	// otherwise has (the agent asked to leave it); never auto-approved.
+	LeavesSandbox bool
 }
 
 // Gate is the bridge's approval gate, handed to a harness at construction.

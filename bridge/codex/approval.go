@@ -195,6 +195,8 @@ func (s *session) commandAsk(params json.RawMessage) (bridge.ApprovalAsk, error)
 		Call:    bridge.ToolCall{Tool: ToolExec, Args: args},
 		Summary: summary,
 		Sandbox: long,
+		// The turn has a sandbox and this call would not be in it.
+		LeavesSandbox: short == "none" && s.turnSandboxed(p.TurnID),
 	}, nil
 }
 
@@ -241,11 +243,12 @@ func (s *session) fileChangeAsk(params json.RawMessage) (bridge.ApprovalAsk, err
 		summary += " — " + r
 	}
 	return bridge.ApprovalAsk{
-		TurnID:  s.askTurn(p.ThreadID, p.TurnID),
-		Call:    bridge.ToolCall{Tool: ToolApplyPatch, Args: args},
-		Summary: summary,
-		Diff:    diff.String(),
-		Sandbox: long,
+		TurnID:        s.askTurn(p.ThreadID, p.TurnID),
+		Call:          bridge.ToolCall{Tool: ToolApplyPatch, Args: args},
+		Summary:       summary,
+		Diff:          diff.String(),
+		Sandbox:       long,
+		LeavesSandbox: short == "none" && pol.sandboxed(),
 	}, nil
 }
 

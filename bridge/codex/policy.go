@@ -185,3 +185,10 @@ func (s *session) turnStrict(turn string) bool {
 	p, ok := s.turnPolicy[turn]
 	return ok && p.asksFirst()
 }
+
+// turnSandboxed: turn runs inside a restricting sandbox.
+func (s *session) turnSandboxed(turn string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.turnPolicyOf(turn).sandboxed()
+}
