@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -135,6 +136,14 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool) []Findi
 			}
 			if e.Actor != j.By || detailString(e.Detail, "payloadHash") != j.PayloadHash {
 				add(changed, "entry seq %d, decision on %s, says by @%s for hash %s; the bridge accepted @%s's for %s", e.Seq, j.ApprovalID, e.Actor, short(detailString(e.Detail, "payloadHash")), j.By, short(j.PayloadHash))
+			}
+		case JournalTurn:
+			kind := "turn.started"
+			if strings.HasPrefix(j.Status, "ended") {
+				kind = "turn.ended"
+			}
+			if !slices.ContainsFunc(hub, func(e HubEntry) bool { return e.Kind == kind && e.TurnID == j.TurnID }) {
+				add(FindingMissing, "turn %s %s at %s has no %s entry (lost on the way, deleted or edited)", j.TurnID, j.Status, when, kind)
 			}
 		case JournalTool:
 			k := j.TurnID + "\n" + j.Text

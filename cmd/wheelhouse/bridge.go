@@ -16,8 +16,8 @@ import (
 )
 
 type bridgeFlags struct {
-	hub, token, name, creds, config, logLevel string
-	logJSON                                   bool
+	hub, token, name, creds, config, logLevel, journal string
+	logJSON                                            bool
 }
 
 // bridgeFlagSets are the bridge subcommands' flag sets (also checked
@@ -44,6 +44,7 @@ func bridgeFlagSet(sub string, stderr io.Writer) (*flag.FlagSet, *bridgeFlags) {
 		fs.StringVar(&f.config, "config", "wheelhouse-bridge.toml", "the bridge config file (agents and policies); see docs/bridge.example.toml")
 		fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 		fs.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+		fs.StringVar(&f.journal, "journal", bridge.DefaultJournalDir(), "where each agent's append-only journal is kept (wheelhouse inspect --verify reads it)")
 	default:
 		fs = newFlags("bridge "+sub, "bridge "+sub, stderr)
 	}
@@ -95,7 +96,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		b, err := bridge.New(bridge.Config{Creds: creds, Agents: cfg.Agents, Harnesses: harnesses.All(), Out: stdout,
-			ControlSocket: bridge.DefaultControlSocket(), Logger: newLogger(stderr, f.logJSON, f.logLevel)})
+			ControlSocket: bridge.DefaultControlSocket(), Logger: newLogger(stderr, f.logJSON, f.logLevel), JournalDir: f.journal})
 		if err != nil {
 			return err
 		}
