@@ -102,7 +102,7 @@ func rechain(t *testing.T, db *sql.DB) {
 		t.Fatal(err)
 	}
 	type row struct {
-		seq, agent                   int64
+		seq, agent                  int64
 		kind, turn, actor, body, at string
 	}
 	var all []row
