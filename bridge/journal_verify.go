@@ -13,6 +13,7 @@ import (
 // GET /api/v1/agents/{owner}/{name}/timeline returns it.
 type HubEntry struct {
 	Seq    uint64          `json:"seq"`
+	Idx    int             `json:"idx,omitempty"`
 	Kind   string          `json:"kind"`
 	TurnID string          `json:"turnId,omitempty"`
 	Actor  string          `json:"actor,omitempty"`
@@ -56,11 +57,24 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool) []Findi
 		add(FindingJournal, "the bridge's own journal does not chain at entry %d: it was edited, so it proves nothing after that", bad+1)
 		jr = jr[:bad]
 	}
-	bySeq := map[uint64]HubEntry{}
-	var lastSeq uint64
+	type pos struct {
+		seq uint64
+		idx int
+	}
+	byPos := map[pos]HubEntry{}
+	var last pos
 	for _, e := range hub {
-		bySeq[e.Seq] = e
-		lastSeq = max(lastSeq, e.Seq)
+		p := pos{e.Seq, e.Idx}
+		byPos[p] = e
+		if p.seq > last.seq || (p.seq == last.seq && p.idx > last.idx) {
+			last = p
+		}
+	}
+	name := func(p pos) string {
+		if p.idx > 0 {
+			return fmt.Sprintf("seq %d.%d", p.seq, p.idx)
+		}
+		return fmt.Sprintf("seq %d", p.seq)
 	}
 	find := func(kind, key, val string) (HubEntry, bool) {
 		for _, e := range hub {
@@ -76,19 +90,20 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool) []Findi
 			tools[e.TurnID+"\n"+detailString(e.Detail, "text")]++
 		}
 	}
-	seenHead := map[uint64]bool{}
+	seenHead := map[pos]bool{}
 	for _, j := range jr {
 		when := j.At.Format(time.RFC3339)
-		if h := j.HubHead; h != nil && !seenHead[h.Seq] {
-			seenHead[h.Seq] = true
-			e, ok := bySeq[h.Seq]
+		if h := j.HubHead; h != nil && !seenHead[pos{h.Seq, h.Idx}] {
+			p := pos{h.Seq, h.Idx}
+			seenHead[p] = true
+			e, ok := byPos[p]
 			switch {
 			case ok && e.Hash != h.Hash:
-				add(changed, "entry seq %d now has hash %s, but the hub showed the bridge %s for it on %s: it or an entry before it was rewritten", h.Seq, short(e.Hash), short(h.Hash), when)
-			case !ok && h.Seq > lastSeq:
-				add(FindingTruncated, "the timeline ends at seq %d, but the hub showed the bridge entry seq %d (hash %s) on %s: entries were deleted from its end", lastSeq, h.Seq, short(h.Hash), when)
+				add(changed, "entry %s now has hash %s, but the hub showed the bridge %s for it on %s: it or an entry before it was rewritten", name(p), short(e.Hash), short(h.Hash), when)
+			case !ok && (p.seq > last.seq || (p.seq == last.seq && p.idx > last.idx)):
+				add(FindingTruncated, "the timeline ends at %s, but the hub showed the bridge entry %s (hash %s) on %s: entries were deleted from its end", name(last), name(p), short(h.Hash), when)
 			case !ok:
-				add(FindingDeleted, "entry seq %d (hash %s), which the hub showed the bridge on %s, is gone", h.Seq, short(h.Hash), when)
+				add(FindingDeleted, "entry %s (hash %s), which the hub showed the bridge on %s, is gone", name(p), short(h.Hash), when)
 			}
 		}
 		switch j.Kind {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
@@ -80,7 +83,7 @@ func New(cfg Config) *Server {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Publish hands projected feed items to live clients.
-func (s *Server) Publish(items []room.FeedItem) { s.broker.publish(items) }
+func (s *Server) Publish(items []chat.FeedItem) { s.broker.publish(items) }
 
 // Close closes every WebSocket with 1001 (going away).
 func (s *Server) Close() {
@@ -96,7 +99,7 @@ func (s *Server) Close() {
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
-type authedFunc func(w http.ResponseWriter, r *http.Request, u *room.User) error
+type authedFunc func(w http.ResponseWriter, r *http.Request, u *chat.User) error
 
 func (s *Server) wrap(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -129,7 +132,7 @@ func secretFrom(r *http.Request) string {
 	return ""
 }
 
-func (s *Server) user(r *http.Request) (*room.User, error) {
+func (s *Server) user(r *http.Request) (*chat.User, error) {
 	return s.rooms.Authenticate(r.Context(), secretFrom(r))
 }
 
@@ -169,7 +172,14 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Ready != nil {
 			if err := s.cfg.Ready(); err != nil {
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+				// A short reason code for the world; the detail is logged.
+				reason := "not-ready"
+				var f *eventlog.Failure
+				if errors.As(err, &f) {
+					reason = f.Reason
+				}
+				s.log.Warn("not ready", "reason", reason, "err", err)
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason})
 				return
 			}
 		}
@@ -246,7 +256,7 @@ func (s *Server) postSetup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.setCookie(w, secret, room.SessionTTL)
+	s.setCookie(w, secret, chat.SessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }
@@ -270,7 +280,7 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.logins.succeed(in.Name)
-	s.setCookie(w, secret, room.SessionTTL)
+	s.setCookie(w, secret, chat.SessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }
@@ -286,14 +296,14 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	// head is the last event this node has applied: a client that loads
 	// history now and then connects with since=head misses nothing.
 	writeJSON(w, http.StatusOK, map[string]any{"user": u, "head": s.rooms.Log.Applied()})
 	return nil
 }
 
-func (s *Server) getUsers(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getUsers(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	us, err := s.rooms.Users(r.Context())
 	if err != nil {
 		return err
@@ -302,7 +312,7 @@ func (s *Server) getUsers(w http.ResponseWriter, r *http.Request, u *room.User) 
 	return nil
 }
 
-func (s *Server) postUser(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postUser(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		Name     string `json:"name"`
 		Display  string `json:"display"`
@@ -320,7 +330,7 @@ func (s *Server) postUser(w http.ResponseWriter, r *http.Request, u *room.User) 
 	return nil
 }
 
-func (s *Server) getTokens(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getTokens(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	ts, err := s.rooms.Tokens(r.Context(), u)
 	if err != nil {
 		return err
@@ -329,7 +339,7 @@ func (s *Server) getTokens(w http.ResponseWriter, r *http.Request, u *room.User)
 	return nil
 }
 
-func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	if err := s.rooms.RevokeToken(r.Context(), u, r.PathValue("id")); err != nil {
 		return err
 	}
@@ -337,7 +347,7 @@ func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request, u *room.Use
 	return nil
 }
 
-func (s *Server) postToken(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postToken(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		Label string `json:"label"`
 	}

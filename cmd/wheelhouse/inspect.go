@@ -15,7 +15,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
-	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 )
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -36,7 +36,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if handle == "" && fs.NArg() > 0 {
 		handle = fs.Arg(0)
 	}
-	owner, name, ok := room.SplitHandle(handle)
+	owner, name, ok := chat.SplitHandle(handle)
 	if !ok {
 		return usageError{"name the agent: wheelhouse inspect @owner/agent"}
 	}
@@ -60,7 +60,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Entries []room.TimelineEntry     `json:"entries"`
+		Entries []chat.TimelineEntry     `json:"entries"`
 		Error   struct{ Message string } `json:"error"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&body); err != nil {
@@ -99,7 +99,7 @@ func at(s string) string {
 	return "@" + s
 }
 
-func lastHash(es []room.TimelineEntry) string {
+func lastHash(es []chat.TimelineEntry) string {
 	if len(es) == 0 {
 		return "-"
 	}
@@ -110,9 +110,9 @@ func lastHash(es []room.TimelineEntry) string {
 // bridge's journal of the agent when this machine has one: the journal
 // catches what a chain that verifies cannot — entries rewritten with the
 // later hashes recomputed, and a deleted tail.
-func verifyTimeline(stdout io.Writer, owner, name string, entries []room.TimelineEntry, journalPath string) error {
+func verifyTimeline(stdout io.Writer, owner, name string, entries []chat.TimelineEntry, journalPath string) error {
 	problems := 0
-	bad := room.VerifyTimeline(entries)
+	bad := chat.VerifyTimeline(entries)
 	if bad >= 0 {
 		e := entries[bad]
 		problems++
@@ -133,7 +133,7 @@ func verifyTimeline(stdout io.Writer, owner, name string, entries []room.Timelin
 	default:
 		hub := make([]bridge.HubEntry, len(entries))
 		for i, e := range entries {
-			hub[i] = bridge.HubEntry{Seq: e.Seq, Kind: e.Kind, TurnID: e.TurnID, Actor: e.Actor, Detail: e.Detail, At: e.At, Prev: e.Prev, Hash: e.Hash}
+			hub[i] = bridge.HubEntry{Seq: e.Seq, Idx: e.Idx, Kind: e.Kind, TurnID: e.TurnID, Actor: e.Actor, Detail: e.Detail, At: e.At, Prev: e.Prev, Hash: e.Hash}
 		}
 		findings := bridge.CompareJournal(hub, jr, bad < 0)
 		for _, f := range findings {

@@ -10,8 +10,9 @@ import (
 
 	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
-	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
 // TestInspectVerifyJournal: the bridge journals what it received and did;
@@ -56,7 +57,7 @@ func TestInspectVerifyJournal(t *testing.T) {
 			t.Fatalf("%d\n%s", code, out)
 		}
 	})
-	db, err := sql.Open("sqlite", filepath.Join(h.DataDir, room.DBFile)+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", filepath.Join(h.DataDir, store.DBFile)+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,22 +94,25 @@ func TestInspectVerifyJournal(t *testing.T) {
 	})
 }
 
-// rechain recomputes every timeline hash the way the hub does (see
-// room.entryBody), as someone covering an edit would.
+// rechain recomputes every timeline hash the way the hub does
+// (chat.EntryBody), as someone covering an edit would.
 func rechain(t *testing.T, db *sql.DB) {
 	t.Helper()
-	rows, err := db.Query(`SELECT seq, agent_id, kind, turn_id, actor, body, at FROM timeline ORDER BY agent_id, seq`)
+	rows, err := db.Query(`SELECT seq, idx, agent_id, kind, turn_id, actor, body, at FROM timeline ORDER BY agent_id, seq, idx`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	type row struct {
-		seq, agent                  int64
-		kind, turn, actor, body, at string
+		e     chat.TimelineEntry
+		agent int64
 	}
 	var all []row
 	for rows.Next() {
 		var r row
-		rows.Scan(&r.seq, &r.agent, &r.kind, &r.turn, &r.actor, &r.body, &r.at)
+		var body, at string
+		rows.Scan(&r.e.Seq, &r.e.Idx, &r.agent, &r.e.Kind, &r.e.TurnID, &r.e.Actor, &body, &at)
+		r.e.Detail = json.RawMessage(body)
+		r.e.At, _ = time.Parse(time.RFC3339Nano, at)
 		all = append(all, r)
 	}
 	rows.Close()
@@ -117,16 +121,8 @@ func rechain(t *testing.T, db *sql.DB) {
 		if r.agent != agent {
 			prev, agent = "", r.agent
 		}
-		b, _ := json.Marshal(struct {
-			Seq    int64           `json:"seq"`
-			Kind   string          `json:"kind"`
-			TurnID string          `json:"turnId"`
-			Actor  string          `json:"actor"`
-			Detail json.RawMessage `json:"detail"`
-			At     string          `json:"at"`
-		}{r.seq, r.kind, r.turn, r.actor, json.RawMessage(r.body), r.at})
-		hash := authz.ChainHash(prev, b)
-		if _, err := db.Exec(`UPDATE timeline SET prev_hash = ?, hash = ? WHERE seq = ? AND agent_id = ?`, prev, hash, r.seq, r.agent); err != nil {
+		hash := authz.ChainHash(prev, chat.EntryBody(r.e))
+		if _, err := db.Exec(`UPDATE timeline SET prev_hash = ?, hash = ? WHERE seq = ? AND idx = ? AND agent_id = ?`, prev, hash, r.e.Seq, r.e.Idx, r.agent); err != nil {
 			t.Fatal(err)
 		}
 		prev = hash
