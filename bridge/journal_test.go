@@ -142,6 +142,15 @@ func TestCompareJournal(t *testing.T) {
 			h[3].Kind = "approval.approved"
 			return hubChain(h)
 		}, journal, true, []string{"recomputed: entry seq 14 says approval a1 was approved, but @alice's decision was deny", "recomputed: entry seq 16", "missing: steer s2"}},
+		{"HeadNamesEntryWithinEvent", base, func() []JournalEntry {
+			j := journal()
+			last := len(j) - 1
+			j[last].HubHead = &wire.ChainHead{Seq: 16, Idx: 1, Hash: hub[5].Hash} // the second entry of event 16, which the hub no longer has
+			for i := last; i < len(j); i++ {
+				j[i].Hash = authz.ChainHash(j[i].Prev, j[i].body())
+			}
+			return j
+		}, true, []string{"truncated: the timeline ends at seq 16, but the hub showed the bridge entry seq 16.1", "missing: steer s2"}},
 		{"JournalEdited", base, func() []JournalEntry {
 			j := journal()
 			j[3].Text = "something else"

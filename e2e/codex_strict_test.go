@@ -85,6 +85,13 @@ func TestCodexGateHolds(t *testing.T) {
 		testhub.WaitFor(t, codexWait, handle+" idle", func() bool { return agentStatus(t, tm.alice, handle)["status"] == "idle" })
 	}
 
+	t.Run("BridgeExplainsTheRule", func(t *testing.T) {
+		want := "@alice/codex: your own turns run commands inside the workspace-write sandbox without asking (approval_policy = on-request), so messages from teammates (address = users)"
+		if out := br.Out(); !strings.Contains(out, want) {
+			t.Fatalf("bridge run does not explain the rule:\n%s", out)
+		}
+	})
+
 	t.Run("TeammateMentionAsksOwner", func(t *testing.T) {
 		v := victim(dir, "bobs-target.txt")
 		id, _ := post(t, tm.bob, "dev", "@alice/codex delete "+v, nil)
