@@ -51,6 +51,9 @@ func CheckHome(a bridge.AgentConfig, agentDirs []string) []HomeCheck {
 	var out []HomeCheck
 	if in := insideAny(home, agentDirs); in != "" {
 		out = append(out, HomeCheck{What: "CODEX_HOME " + home, Detail: "it is inside " + in + ", where an agent can write; an agent could add rules or change codex's config. Move it (options.codex_home) outside every agent's dir"})
+	} else if in := insideAny(home, []string{os.TempDir(), "/tmp"}); in != "" && s.owner().sandbox == "workspace-write" && !s.owner().asksFirst() {
+		out = append(out, HomeCheck{What: "CODEX_HOME " + home, Detail: "it is under " + in + ", which the workspace-write sandbox lets commands write without asking (approval_policy = " +
+			s.approvalPolicy + "); an agent could add rules or change codex's config. Move it (options.codex_home) out of the temporary folder"})
 	} else {
 		out = append(out, HomeCheck{OK: true, What: "CODEX_HOME " + home, Detail: "outside every agent's dir"})
 	}
