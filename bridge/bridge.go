@@ -38,6 +38,10 @@ type Config struct {
 	CallTimeout time.Duration
 	Logger      *slog.Logger
 	Now         func() time.Time
+
+	// JournalDir holds each agent's append-only journal (JournalPath); ""
+	// keeps none. `bridge run` uses DefaultJournalDir.
+	JournalDir string
 }
 
 // Bridge is the per-machine daemon.
@@ -96,12 +100,25 @@ func New(cfg Config) (*Bridge, error) {
 		r := newRunner(b, ac, pol)
 		h, err := f(Deps{Agent: ac, Gate: r.gate, Events: r.onEvent, Log: b.log.With("agent", ac.Name)})
 		if err != nil {
+			b.closeJournals()
 			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 		}
 		r.h = h
 		b.agents[ac.Name] = r
+		if cfg.JournalDir != "" {
+			if r.jr, err = openJournal(JournalPath(cfg.JournalDir, cfg.Creds.Owner, ac.Name), cfg.Now); err != nil {
+				b.closeJournals()
+				return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
+			}
+		}
 	}
 	return b, nil
+}
+
+func (b *Bridge) closeJournals() {
+	for _, r := range b.agents {
+		r.jr.close()
+	}
 }
 
 func keys[V any](m map[string]V) []string {
@@ -180,6 +197,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 			b.printf("@%s/%s failed to start: %v", b.cfg.Creds.Owner, r.cfg.Name, err)
 		} else {
 			b.printf("@%s/%s ready (%s)", b.cfg.Creds.Owner, r.cfg.Name, r.h.Kind())
+		}
+		for _, note := range GatingNotes(r.h, r.getPolicy()) {
+			b.printf("@%s/%s: %s", b.cfg.Creds.Owner, r.cfg.Name, note)
 		}
 	}
 	if err := b.announce(ctx); err != nil {
@@ -401,6 +421,7 @@ func (b *Bridge) onSteer(m *nats.Msg) {
 	ok := r.submit(func() {
 		rc := r.steer(st)
 		rc.SteerID, rc.Agent, rc.At = st.ID, st.Agent, b.cfg.Now().UTC()
+		r.journalSteer(st, rc)
 		respond(m, rc)
 		b.heartbeat()
 	})

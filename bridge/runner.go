@@ -19,6 +19,7 @@ type runner struct {
 	cfg  AgentConfig
 	h    Harness
 	gate *gate
+	jr   *journal // nil: no journal
 
 	op sync.Mutex // serializes steers and turn starts
 
@@ -29,6 +30,7 @@ type runner struct {
 	turnID    string
 	turnRoom  string
 	steeredBy []string
+	data      []string // kinds of data (pasted, quoted, peer-agent) that reached the turn
 	steers    int
 	lastEnded string
 	endedAt   time.Time
@@ -208,7 +210,8 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 		}
 		return wire.Receipt{Status: wire.StatusSteered, Detail: "stopped the running turn"}
 	}
-	in := Input{Text: authz.Envelope(provenance(st)), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner}
+	data, needsStrict := r.inputTaint(st)
+	in := Input{Text: authz.Envelope(provenance(st)), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, Strict: needsStrict}
 
 	r.op.Lock()
 	defer r.op.Unlock()
@@ -234,6 +237,7 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 		}
 	}
 	mode := authz.SteerMode(authz.ModeCheck{Busy: busy, CanSteer: r.h.CanSteer(), SteeringEnabled: pol.Steering, SteersThisTurn: steers, MaxSteers: pol.MaxSteers})
+	mode = r.strictMode(mode, needsStrict, turn)
 	switch mode.Action {
 	case authz.ActionStart:
 		return r.start(st, in)
@@ -246,6 +250,7 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 			r.steeredBy = append(r.steeredBy, st.Sender)
 		}
 		r.mu.Unlock()
+		r.noteData(data) // likewise what the message carried besides its sender's words
 		ctx, cancel := r.callCtx()
 		err := r.h.Steer(ctx, turn, in)
 		cancel()
@@ -271,15 +276,20 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 			return reject(wire.ReasonAgentFailed, err.Error())
 		}
 	case authz.ActionQueue:
-		return r.enqueue(st, in, pol)
+		rc := r.enqueue(st, in, pol)
+		if in.Strict && mode.Message != "" && rc.Status == wire.StatusQueued {
+			rc.Detail = mode.Message // says why it waits and how it will run
+		}
+		return rc
 	default:
 		return reject(mode.Reason, mode.Message)
 	}
 }
 
 func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
+	data, _ := r.inputTaint(st)
 	r.mu.Lock()
-	r.turnRoom, r.steeredBy, r.steers = st.Room, []string{st.Sender}, 1
+	r.turnRoom, r.steeredBy, r.data, r.steers = st.Room, []string{st.Sender}, data, 1
 	r.mu.Unlock()
 	ctx, cancel := r.callCtx()
 	id, err := r.h.StartTurn(ctx, in)
@@ -289,8 +299,11 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 	}
 	if err != nil {
 		r.mu.Lock()
-		r.turnRoom, r.steeredBy, r.steers = "", nil, 0
+		r.turnRoom, r.steeredBy, r.data, r.steers = "", nil, nil, 0
 		r.mu.Unlock()
+		if errors.Is(err, ErrNotStrict) {
+			return reject(wire.ReasonNotAllowed, err.Error())
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return reject(wire.ReasonAgentFailed, fmt.Sprintf("the agent did not start a turn within %s", r.b.cfg.CallTimeout))
 		}
@@ -301,6 +314,7 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 		r.turnID, r.status = id, wire.AgentWorking
 	}
 	r.mu.Unlock()
+	r.journalTurn(id, "started")
 	r.b.printf("started %s turn %s for @%s in %s", r.handle(), id, st.Sender, st.Room)
 	r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: id, Kind: wire.TurnStarted, Room: st.Room, At: r.b.cfg.Now().UTC()})
 	return wire.Receipt{Status: wire.StatusStarted, TurnID: id}
@@ -376,7 +390,7 @@ func (r *runner) clearTurn(turn, status string) bool {
 		return false
 	}
 	r.lastEnded, r.endedAt = turn, r.b.cfg.Now()
-	r.turnID, r.steeredBy, r.steers, r.stopper = "", nil, 0, ""
+	r.turnID, r.steeredBy, r.data, r.steers, r.stopper = "", nil, nil, 0, ""
 	if r.status != wire.AgentFailed {
 		r.status = wire.AgentIdle
 	}
@@ -463,6 +477,7 @@ func (r *runner) onEvent(ev Event) {
 		if !r.clearTurn(ev.TurnID, ev.Status) {
 			return
 		}
+		r.journalTurn(ev.TurnID, "ended "+ev.Status)
 		if ev.Status != wire.TurnInterrupted {
 			by = ""
 		}
@@ -477,6 +492,7 @@ func (r *runner) onEvent(ev Event) {
 	case EventProgress:
 		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnProgress, Text: ev.Text, Room: room, At: now})
 	case EventTool:
+		r.journalTool(ev.TurnID, ev.Text)
 		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnTool, Text: ev.Text, Room: room, At: now})
 	case EventFailed:
 		r.mu.Lock()
@@ -534,6 +550,7 @@ func (r *runner) close() {
 	if r.h != nil {
 		r.h.Close()
 	}
+	r.jr.close()
 	r.mu.Lock()
 	r.status, r.turnID = wire.AgentOffline, ""
 	r.mu.Unlock()

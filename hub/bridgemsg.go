@@ -121,6 +121,11 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) {
 	if err != nil || a.Bridge != b.ID {
 		return
 	}
+	if te.Kind == wire.TurnTool { // into the audited timeline too: what ran, and what was refused
+		if err := l.rooms.RecordTurn(ctx, handle, te, "", ""); err != nil {
+			l.log.Warn("recording a tool event failed", "agent", handle, "err", err)
+		}
+	}
 	switch te.Kind {
 	case wire.TurnStarted, wire.TurnEnded:
 		reason := ""

@@ -102,7 +102,7 @@ func (l *Link) Decide(ctx context.Context, actor *chat.User, id, decision, hash 
 	if err != nil {
 		return nil, err
 	}
-	d := wire.Decision{ApprovalID: id, Agent: a.Name, Decision: decision, PayloadHash: hash, By: actor.Name}
+	d := wire.Decision{ApprovalID: id, Agent: a.Name, Decision: decision, PayloadHash: hash, By: actor.Name, TimelineHead: l.timelineHead(ctx, a.ID)}
 	var ack wire.Ack
 	if err := l.request(ctx, a.Bridge, wire.KindDecision, d, &ack, ControlTimeout); err != nil {
 		return nil, err
@@ -152,4 +152,14 @@ func decisionState(decision string) string {
 		return wire.ApprovalApproved
 	}
 	return wire.ApprovalDenied
+}
+
+// timelineHead is the agent's newest timeline entry on this node, for the
+// bridge's journal; nil when there is none or it cannot be read.
+func (l *Link) timelineHead(ctx context.Context, agentID int64) *wire.ChainHead {
+	seq, idx, hash, err := l.rooms.TimelineHead(ctx, agentID)
+	if err != nil || hash == "" {
+		return nil
+	}
+	return &wire.ChainHead{Seq: seq, Idx: idx, Hash: hash}
 }

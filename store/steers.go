@@ -230,6 +230,9 @@ func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]ch
 	if d.Reason != "" {
 		detail["reason"] = d.Reason
 	}
+	if d.Text != "" { // turn.tool: the command and its outcome
+		detail["text"] = d.Text
+	}
 	var feed []chat.FeedItem
 	switch d.Kind {
 	case wire.TurnStarted:

@@ -302,7 +302,26 @@ func (a *ApprovalRequest) Validate(now time.Time) error {
 	if !hashRE.MatchString(a.PayloadHash) {
 		return invalid("payload hash must be 64 lower-case hex digits")
 	}
+	if err := checkText("sandbox", a.Sandbox, MaxDetail); err != nil {
+		return err
+	}
+	if len(a.Data) > 8 {
+		return invalid("more than 8 kinds of data")
+	}
+	for _, k := range a.Data {
+		if !reasonRE.MatchString(k) {
+			return invalid("data kind %q is not valid", clip(k))
+		}
+	}
 	return CheckPayload(a.Tool, a.Payload, a.PayloadHash)
+}
+
+// checkHead checks a timeline head the hub names.
+func checkHead(h *ChainHead) error {
+	if h != nil && (h.Seq == 0 || h.Idx < 0 || !hashRE.MatchString(h.Hash)) {
+		return invalid("the timeline head is not valid")
+	}
+	return nil
 }
 
 // CheckPayload recomputes an approval's hash from its payload: the payload
@@ -402,7 +421,7 @@ func (s *Steer) Validate() error {
 	if s.Deadline.IsZero() {
 		return invalid("the steer has no deadline")
 	}
-	return nil
+	return checkHead(s.TimelineHead)
 }
 
 // Validate checks a decision (the bridge's side of the boundary).
@@ -415,6 +434,9 @@ func (d *Decision) Validate() error {
 	}
 	if d.PayloadHash != "" && !hashRE.MatchString(d.PayloadHash) {
 		return invalid("payload hash must be 64 lower-case hex digits")
+	}
+	if err := checkHead(d.TimelineHead); err != nil {
+		return err
 	}
 	return checkText("reason", d.Reason, MaxDetail)
 }

@@ -173,6 +173,18 @@ type Steer struct {
 	// steer. After it the hub has answered the sender "expired" and the
 	// bridge refuses it, so the answer and the deed always agree.
 	Deadline time.Time `json:"deadline"`
+	// TimelineHead is the newest entry of the agent's timeline the hub had
+	// when it sent the steer. The bridge journals it; inspect --verify later
+	// checks that the hub's timeline still holds that entry unchanged.
+	TimelineHead *ChainHead `json:"timelineHead,omitempty"`
+}
+
+// ChainHead names one entry of an agent's hash-chained timeline: the event
+// (stream sequence), the entry's place among that event's entries, its hash.
+type ChainHead struct {
+	Seq  uint64 `json:"seq"`
+	Idx  int    `json:"idx,omitempty"`
+	Hash string `json:"hash"`
 }
 
 // Receipt reports what became of a steer.
@@ -316,6 +328,14 @@ type ApprovalRequest struct {
 	Tainted     bool      `json:"tainted"`
 	Room        string    `json:"room,omitempty"`
 	Expires     time.Time `json:"expires"`
+
+	// DataTainted: pasted, quoted or forwarded text, or another agent's
+	// output, reached the turn (Data lists the kinds); auto-approve is off.
+	DataTainted bool     `json:"dataTainted,omitempty"`
+	Data        []string `json:"data,omitempty"`
+	// Sandbox is where the call will run, in the harness's words (codex
+	// also puts it into the approved payload, so the hash binds it).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Decision is the owner's answer, relayed by the hub (or made locally).
@@ -326,6 +346,9 @@ type Decision struct {
 	PayloadHash string `json:"payloadHash"`
 	By          string `json:"by"`
 	Reason      string `json:"reason,omitempty"`
+
+	// TimelineHead: as in Steer, the hub's newest timeline entry for the agent.
+	TimelineHead *ChainHead `json:"timelineHead,omitempty"`
 }
 
 // ApprovalUpdate reports an approval decided or ended on the bridge itself:

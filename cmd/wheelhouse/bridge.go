@@ -16,9 +16,9 @@ import (
 )
 
 type bridgeFlags struct {
-	hub, token, name, creds, config, logLevel string
-	logJSON                                   bool
-	callTimeout                               time.Duration
+	hub, token, name, creds, config, logLevel, journal string
+	logJSON                                            bool
+	callTimeout                                        time.Duration
 }
 
 // bridgeFlagSets are the bridge subcommands' flag sets (also checked
@@ -46,6 +46,7 @@ func bridgeFlagSet(sub string, stderr io.Writer) (*flag.FlagSet, *bridgeFlags) {
 		fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 		fs.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 		fs.DurationVar(&f.callTimeout, "call-timeout", bridge.DefaultCallTimeout, "how long a harness may take to take a message or start a turn before that message fails")
+		fs.StringVar(&f.journal, "journal", bridge.DefaultJournalDir(), "where each agent's append-only journal is kept (wheelhouse inspect --verify reads it)")
 	default:
 		fs = newFlags("bridge "+sub, "bridge "+sub, stderr)
 	}
@@ -101,7 +102,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		b, err := bridge.New(bridge.Config{Creds: creds, Agents: cfg.Agents, Harnesses: harnesses.All(), Out: stdout,
-			ControlSocket: bridge.DefaultControlSocket(), CallTimeout: f.callTimeout, Logger: newLogger(stderr, f.logJSON, f.logLevel)})
+			ControlSocket: bridge.DefaultControlSocket(), CallTimeout: f.callTimeout, Logger: newLogger(stderr, f.logJSON, f.logLevel), JournalDir: f.journal})
 		if err != nil {
 			return err
 		}
