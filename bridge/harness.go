@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // Harness is one running agent as the bridge drives it. Adapters live in
@@ -56,6 +58,13 @@ type Event struct {
 	TurnID string
 	Status string // for EventTurnEnded: completed, interrupted, failed
 	Text   string // message text, progress line, tool summary, failure reason
+	// ItemID and Partial are for streamed messages (EventMessage): updates
+	// of one message share an ItemID; every update but the last is Partial
+	// and carries the whole text so far.
+	ItemID  string
+	Partial bool
+	// Usage is the turn's token count, on EventTurnEnded, if known.
+	Usage *wire.Usage
 }
 
 // Event kinds.
