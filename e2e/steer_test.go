@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
-	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
 // team is a hub with alice (agent owner), bob (allowed), dave (plain
@@ -306,7 +306,7 @@ func TestUnansweredSteerEnds(t *testing.T) {
 	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "dev"})
 	id := admin.Post("dev", "@root/ghost hello")
 	// As if a hub had recorded the steer and died before the bridge answered.
-	if err := h.Rooms().RecordSteer(t.Context(), room.Receipt{SteerID: "s-orphan", MessageID: id, Room: "dev", Agent: "root/ghost", Sender: "root", Status: room.StatusPending}); err != nil {
+	if err := h.Rooms().RecordSteer(t.Context(), chat.Receipt{SteerID: "s-orphan", MessageID: id, Room: "dev", Agent: "root/ghost", Sender: "root", Status: chat.StatusPending}); err != nil {
 		t.Fatal(err)
 	}
 	testhub.WaitFor(t, 10*time.Second, "the orphaned steer to end", func() bool {
@@ -322,7 +322,7 @@ func TestAgentDM(t *testing.T) {
 	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 2, "10ms"))
 	r := tm.bob.Must(200, "POST", "/api/v1/dms", map[string]string{"with": "alice/demo"})
 	dm := r.Body["room"].(map[string]any)["name"].(string)
-	if dm != room.AgentDMName("bob", "alice/demo") {
+	if dm != chat.AgentDMName("bob", "alice/demo") {
 		t.Fatalf("dm %q", dm)
 	}
 	id, _ := post(t, tm.bob, dm, "@alice/demo hi", nil)

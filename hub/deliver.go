@@ -14,7 +14,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/authz"
-	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/web"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
@@ -27,17 +27,17 @@ func (l *Link) api() web.AgentAPI { return l }
 // records the steer, sends it to the bridge with provenance, and records the
 // bridge's receipt. It waits briefly so the poster usually gets final
 // receipts in the answer; later ones arrive as events.
-func (l *Link) Deliver(ctx context.Context, sender *room.User, m *room.Message, turns map[string]string) []room.Receipt {
+func (l *Link) Deliver(ctx context.Context, sender *chat.User, m *chat.Message, turns map[string]string) []chat.Receipt {
 	var handles []string
 	for _, mn := range m.Mentions {
-		if mn.Kind == room.MentionAgent {
+		if mn.Kind == chat.MentionAgent {
 			h := mn.Owner + "/" + mn.Agent
 			if !slices.Contains(handles, h) {
 				handles = append(handles, h)
 			}
 		}
 	}
-	out := make([]room.Receipt, len(handles))
+	out := make([]chat.Receipt, len(handles))
 	var wg sync.WaitGroup
 	for i, h := range handles {
 		wg.Add(1)
@@ -56,7 +56,7 @@ func newSteerID() string {
 	return "s" + hex.EncodeToString(b)
 }
 
-func (l *Link) reject(ctx context.Context, r room.Receipt, reason, detail string) room.Receipt {
+func (l *Link) reject(ctx context.Context, r chat.Receipt, reason, detail string) chat.Receipt {
 	r.Status, r.Reason, r.Detail = wire.StatusRejected, reason, detail
 	if err := l.rooms.RecordSteer(ctx, r); err != nil {
 		l.log.Warn("recording a rejected steer failed", "err", err)
@@ -64,8 +64,8 @@ func (l *Link) reject(ctx context.Context, r room.Receipt, reason, detail string
 	return r
 }
 
-func (l *Link) deliverOne(ctx context.Context, sender *room.User, m *room.Message, handle, expectTurn string) room.Receipt {
-	r := room.Receipt{SteerID: newSteerID(), MessageID: m.ID, Room: m.Room, Agent: handle, Sender: sender.Name, At: l.rooms.Now()}
+func (l *Link) deliverOne(ctx context.Context, sender *chat.User, m *chat.Message, handle, expectTurn string) chat.Receipt {
+	r := chat.Receipt{SteerID: newSteerID(), MessageID: m.ID, Room: m.Room, Agent: handle, Sender: sender.Name, At: l.rooms.Now()}
 	a, err := l.rooms.AgentByHandle(ctx, handle)
 	if err != nil {
 		return l.reject(ctx, r, wire.ReasonUnknownAgent, "there is no agent @"+handle)
@@ -76,7 +76,7 @@ func (l *Link) deliverOne(ctx context.Context, sender *room.User, m *room.Messag
 	}
 	member, _ := l.rooms.IsMember(ctx, m.Room, sender.Name)
 	pol := a.EffectivePolicy()
-	stop := room.IsStopCommand(m.Text, a.Owner, a.Name)
+	stop := chat.IsStopCommand(m.Text, a.Owner, a.Name)
 	d := authz.MayAddress(authz.AddressCheck{Sender: sender.Name, SenderIsMember: member, AgentInRoom: inRoom,
 		Owner: a.Owner, Address: pol.Address, Allowed: pol.Allowed, Stop: stop})
 	if !d.Allow {
@@ -88,7 +88,7 @@ func (l *Link) deliverOne(ctx context.Context, sender *room.User, m *room.Messag
 	if !l.allow(sender.Name, handle) {
 		return l.reject(ctx, r, wire.ReasonRateLimited, fmt.Sprintf("too many messages to @%s; wait a few seconds", handle))
 	}
-	r.Status = room.StatusPending
+	r.Status = chat.StatusPending
 	if err := l.rooms.RecordSteer(ctx, r); err != nil {
 		l.log.Warn("recording a steer failed", "err", err)
 		r.Status, r.Reason, r.Detail = wire.StatusRejected, wire.ReasonTimeout, "the hub could not record the message for the agent; try again"
@@ -102,7 +102,7 @@ func (l *Link) deliverOne(ctx context.Context, sender *room.User, m *room.Messag
 	for _, p := range m.Parts {
 		st.Parts = append(st.Parts, wire.Part{Kind: p.Kind, Start: p.Start, End: p.End})
 	}
-	done := make(chan room.Receipt, 1)
+	done := make(chan chat.Receipt, 1)
 	if !l.enter() {
 		r.Status, r.Reason, r.Detail = wire.StatusRejected, wire.ReasonTimeout, "the hub is shutting down"
 		return r
@@ -148,13 +148,13 @@ func validStatus(s string) bool {
 
 func roomKind(name string) string {
 	if len(name) > 3 && name[:3] == "dm:" {
-		return room.KindDM
+		return chat.KindDM
 	}
-	return room.KindRoom
+	return chat.KindRoom
 }
 
 // Annotate sets live status and, in a room, what a mention would do now.
-func (l *Link) Annotate(ctx context.Context, viewer *room.User, roomName string, agents []*room.Agent) {
+func (l *Link) Annotate(ctx context.Context, viewer *chat.User, roomName string, agents []*chat.Agent) {
 	for _, a := range agents {
 		if !l.online(a.Bridge) {
 			a.Status = wire.AgentOffline
@@ -189,7 +189,7 @@ func (l *Link) Annotate(ctx context.Context, viewer *room.User, roomName string,
 }
 
 // Interrupt stops the agent's running turn; owner only.
-func (l *Link) Interrupt(ctx context.Context, actor *room.User, handle string) error {
+func (l *Link) Interrupt(ctx context.Context, actor *chat.User, handle string) error {
 	a, err := l.rooms.AgentByHandle(ctx, handle)
 	if err != nil {
 		return err
@@ -213,7 +213,7 @@ func (l *Link) Interrupt(ctx context.Context, actor *room.User, handle string) e
 
 // PolicyChanged tells the bridge (best effort; it also gets the policy on
 // its next announce).
-func (l *Link) PolicyChanged(ctx context.Context, a *room.Agent) {
+func (l *Link) PolicyChanged(ctx context.Context, a *chat.Agent) {
 	p := a.EffectivePolicy()
 	var ack wire.Ack
 	if err := l.request(ctx, a.Bridge, wire.KindControl, wire.Control{Agent: a.Name, Action: "policy", Policy: &p, By: a.Owner}, &ack, ControlTimeout); err != nil {
@@ -223,7 +223,7 @@ func (l *Link) PolicyChanged(ctx context.Context, a *room.Agent) {
 
 // Decide checks the owner's decision, has the bridge (the gate) accept it,
 // then records it.
-func (l *Link) Decide(ctx context.Context, actor *room.User, id, decision, hash string) (*room.Approval, error) {
+func (l *Link) Decide(ctx context.Context, actor *chat.User, id, decision, hash string) (*chat.Approval, error) {
 	p, err := l.rooms.CheckDecision(ctx, actor, id, hash)
 	if err != nil {
 		return nil, err
@@ -252,7 +252,7 @@ func (l *Link) Decide(ctx context.Context, actor *room.User, id, decision, hash 
 
 // void denies the pending approvals of turns in roomName that match,
 // telling the bridge (the gate) first, then recording it.
-func (l *Link) void(ctx context.Context, roomName, reason string, match func(p *room.Approval) bool) {
+func (l *Link) void(ctx context.Context, roomName, reason string, match func(p *chat.Approval) bool) {
 	ps, err := l.rooms.PendingApprovalsInRoom(ctx, roomName)
 	if err != nil {
 		l.log.Warn("voiding approvals: cannot read them", "room", roomName, "err", err)
@@ -277,14 +277,14 @@ func (l *Link) void(ctx context.Context, roomName, reason string, match func(p *
 
 // MemberLeft voids pending approvals of turns the departed member steered.
 func (l *Link) MemberLeft(ctx context.Context, roomName, user string) {
-	l.void(ctx, roomName, "@"+user+", who steered this turn, left "+roomName, func(p *room.Approval) bool {
+	l.void(ctx, roomName, "@"+user+", who steered this turn, left "+roomName, func(p *chat.Approval) bool {
 		return authz.VoidOnDeparture(p.SteeredBy, user, false)
 	})
 }
 
 // AgentRemoved voids pending approvals of the agent's turns in the room.
 func (l *Link) AgentRemoved(ctx context.Context, roomName, handle string) {
-	l.void(ctx, roomName, "@"+handle+" was removed from "+roomName, func(p *room.Approval) bool {
+	l.void(ctx, roomName, "@"+handle+" was removed from "+roomName, func(p *chat.Approval) bool {
 		return p.Agent == handle
 	})
 }

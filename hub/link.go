@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
@@ -214,7 +215,7 @@ func (l *Link) handle(m *nats.Msg) {
 }
 
 // ownSteer checks that a receipt is for a steer sent to this bridge.
-func (l *Link) ownSteer(ctx context.Context, b *room.Bridge, steerID string) error {
+func (l *Link) ownSteer(ctx context.Context, b *chat.Bridge, steerID string) error {
 	r, err := l.rooms.Receipt(ctx, steerID)
 	if err != nil {
 		return err
@@ -227,13 +228,13 @@ func (l *Link) ownSteer(ctx context.Context, b *room.Bridge, steerID string) err
 	return nil
 }
 
-func (l *Link) announce(ctx context.Context, b *room.Bridge, a wire.Announce) wire.AnnounceAck {
+func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wire.AnnounceAck {
 	if a.Version != wire.Version {
 		return wire.AnnounceAck{Ack: wire.Ack{Code: wh.EInvalid, Message: fmt.Sprintf("this hub speaks protocol %d, the bridge %d: upgrade the older one", wire.Version, a.Version)}}
 	}
 	ack := wire.AnnounceAck{Ack: wire.Ack{OK: true}, Owner: b.Owner, Policies: map[string]wire.Policy{}}
 	for _, info := range a.Agents {
-		if !room.ValidUserName(info.Name) {
+		if !chat.ValidUserName(info.Name) {
 			return wire.AnnounceAck{Ack: wire.Ack{Code: wh.EInvalid, Message: fmt.Sprintf("agent name %q is not valid: use lowercase letters, digits, '.', '_' or '-'", info.Name)}}
 		}
 		if err := room.ValidatePolicy(&info.Policy); err != nil {
@@ -393,7 +394,7 @@ func (l *Link) online(bridgeID string) bool {
 	return p != nil && time.Since(p.lastSeen) <= wire.OfflineAfter
 }
 
-func (l *Link) turn(ctx context.Context, b *room.Bridge, te wire.TurnEvent) {
+func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) {
 	handle := b.Owner + "/" + te.Agent
 	a, err := l.rooms.AgentByHandle(ctx, handle)
 	if err != nil || a.Bridge != b.ID {
@@ -416,13 +417,13 @@ func (l *Link) turn(ctx context.Context, b *room.Bridge, te wire.TurnEvent) {
 		if te.Kind != wire.TurnMessage {
 			kind = te.Kind
 		}
-		if _, err := l.rooms.PostAs(ctx, room.AuthorAgent, handle, roomName, te.Text, te.TurnID, kind); err != nil {
+		if _, err := l.rooms.PostAs(ctx, chat.AuthorAgent, handle, roomName, te.Text, te.TurnID, kind); err != nil {
 			l.log.Warn("posting agent output failed", "agent", handle, "err", err)
 		}
 	}
 }
 
-func (l *Link) approvalUpdate(ctx context.Context, b *room.Bridge, up wire.ApprovalUpdate) {
+func (l *Link) approvalUpdate(ctx context.Context, b *chat.Bridge, up wire.ApprovalUpdate) {
 	p, err := l.rooms.ApprovalByID(ctx, up.ApprovalID)
 	if err != nil {
 		return
@@ -487,7 +488,7 @@ func (l *Link) allow(sender, handle string) bool {
 
 // invitations lets the owner answer invitations from the bridge machine:
 // the bridge's key proves it is the owner's.
-func (l *Link) invitations(ctx context.Context, b *room.Bridge, req wire.InvitationsRequest) wire.InvitationsReply {
+func (l *Link) invitations(ctx context.Context, b *chat.Bridge, req wire.InvitationsRequest) wire.InvitationsReply {
 	owner, err := l.rooms.UserByName(ctx, b.Owner)
 	if err != nil {
 		return wire.InvitationsReply{Ack: ackErr(err)}
@@ -516,7 +517,7 @@ func (l *Link) invitations(ctx context.Context, b *room.Bridge, req wire.Invitat
 // tellOwner puts a note about an approval request into the owner's DM with
 // the agent (created on first use), so the owner finds it even when the
 // turn runs in a room they are not watching.
-func (l *Link) tellOwner(ctx context.Context, b *room.Bridge, req wire.ApprovalRequest) {
+func (l *Link) tellOwner(ctx context.Context, b *chat.Bridge, req wire.ApprovalRequest) {
 	owner, err := l.rooms.UserByName(ctx, b.Owner)
 	if err != nil {
 		return
@@ -536,7 +537,7 @@ func (l *Link) tellOwner(ctx context.Context, b *room.Bridge, req wire.ApprovalR
 	}
 	text := fmt.Sprintf("Approval needed in %s: %s (%s, hash %s…).%s Decide on the card in %s, or on your bridge: wheelhouse approve %s --hash %s",
 		where, req.Summary, req.Tool, req.PayloadHash[:12], taint, where, req.ID, req.PayloadHash)
-	if _, err := l.rooms.PostAs(ctx, room.AuthorSystem, "wheelhouse", dm.Name, text, req.TurnID, "approval"); err != nil {
+	if _, err := l.rooms.PostAs(ctx, chat.AuthorSystem, "wheelhouse", dm.Name, text, req.TurnID, "approval"); err != nil {
 		l.log.Warn("telling the owner about an approval failed", "approval", req.ID, "err", err)
 	}
 }

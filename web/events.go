@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
-	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 )
 
 // WebSocket limits.
@@ -58,7 +58,7 @@ func (b *broker) remove(c *wsConn) {
 	b.mu.Unlock()
 }
 
-func (b *broker) publish(items []room.FeedItem) {
+func (b *broker) publish(items []chat.FeedItem) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	for i := range items {
@@ -76,14 +76,14 @@ func (b *broker) publish(items []room.FeedItem) {
 type wsConn struct {
 	userID int64
 	ws     *websocket.Conn
-	q      chan *room.FeedItem
+	q      chan *chat.FeedItem
 	cancel context.CancelCauseFunc
 	once   sync.Once
 }
 
 var errSlow = errors.New("slow consumer")
 
-func (c *wsConn) enqueue(it *room.FeedItem) {
+func (c *wsConn) enqueue(it *chat.FeedItem) {
 	select {
 	case c.q <- it:
 	default:
@@ -95,7 +95,7 @@ func (c *wsConn) goingAway() {
 	c.ws.Close(websocket.StatusGoingAway, "hub shutting down")
 }
 
-func (s *Server) events(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	since, err := queryInt(r, "since")
 	if err != nil {
 		return err
@@ -109,7 +109,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *room.User) er
 	}
 	ws.SetReadLimit(wsReadLimit)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	c := &wsConn{userID: u.ID, ws: ws, q: make(chan *room.FeedItem, s.cfg.QueueSize), cancel: cancel}
+	c := &wsConn{userID: u.ID, ws: ws, q: make(chan *chat.FeedItem, s.cfg.QueueSize), cancel: cancel}
 
 	s.mu.Lock()
 	s.conns[c] = struct{}{}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
@@ -80,7 +81,7 @@ func New(cfg Config) *Server {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Publish hands projected feed items to live clients.
-func (s *Server) Publish(items []room.FeedItem) { s.broker.publish(items) }
+func (s *Server) Publish(items []chat.FeedItem) { s.broker.publish(items) }
 
 // Close closes every WebSocket with 1001 (going away).
 func (s *Server) Close() {
@@ -96,7 +97,7 @@ func (s *Server) Close() {
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
-type authedFunc func(w http.ResponseWriter, r *http.Request, u *room.User) error
+type authedFunc func(w http.ResponseWriter, r *http.Request, u *chat.User) error
 
 func (s *Server) wrap(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -129,7 +130,7 @@ func secretFrom(r *http.Request) string {
 	return ""
 }
 
-func (s *Server) user(r *http.Request) (*room.User, error) {
+func (s *Server) user(r *http.Request) (*chat.User, error) {
 	return s.rooms.Authenticate(r.Context(), secretFrom(r))
 }
 
@@ -246,7 +247,7 @@ func (s *Server) postSetup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.setCookie(w, secret, room.SessionTTL)
+	s.setCookie(w, secret, chat.SessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }
@@ -270,7 +271,7 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.logins.succeed(in.Name)
-	s.setCookie(w, secret, room.SessionTTL)
+	s.setCookie(w, secret, chat.SessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }
@@ -286,14 +287,14 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	// head is the last event this node has applied: a client that loads
 	// history now and then connects with since=head misses nothing.
 	writeJSON(w, http.StatusOK, map[string]any{"user": u, "head": s.rooms.Log.Applied()})
 	return nil
 }
 
-func (s *Server) getUsers(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getUsers(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	us, err := s.rooms.Users(r.Context())
 	if err != nil {
 		return err
@@ -302,7 +303,7 @@ func (s *Server) getUsers(w http.ResponseWriter, r *http.Request, u *room.User) 
 	return nil
 }
 
-func (s *Server) postUser(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postUser(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		Name     string `json:"name"`
 		Display  string `json:"display"`
@@ -320,7 +321,7 @@ func (s *Server) postUser(w http.ResponseWriter, r *http.Request, u *room.User) 
 	return nil
 }
 
-func (s *Server) getTokens(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getTokens(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	ts, err := s.rooms.Tokens(r.Context(), u)
 	if err != nil {
 		return err
@@ -329,7 +330,7 @@ func (s *Server) getTokens(w http.ResponseWriter, r *http.Request, u *room.User)
 	return nil
 }
 
-func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	if err := s.rooms.RevokeToken(r.Context(), u, r.PathValue("id")); err != nil {
 		return err
 	}
@@ -337,7 +338,7 @@ func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request, u *room.Use
 	return nil
 }
 
-func (s *Server) postToken(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postToken(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		Label string `json:"label"`
 	}

@@ -13,7 +13,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
-	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 )
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,7 +33,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if handle == "" && fs.NArg() > 0 {
 		handle = fs.Arg(0)
 	}
-	owner, name, ok := room.SplitHandle(handle)
+	owner, name, ok := chat.SplitHandle(handle)
 	if !ok {
 		return usageError{"name the agent: wheelhouse inspect @owner/agent"}
 	}
@@ -57,7 +57,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Entries []room.TimelineEntry     `json:"entries"`
+		Entries []chat.TimelineEntry     `json:"entries"`
 		Error   struct{ Message string } `json:"error"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&body); err != nil {
@@ -70,7 +70,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if *turn != "" {
 			return usageError{"--verify checks the whole chain: drop --turn"}
 		}
-		if bad := room.VerifyTimeline(body.Entries); bad >= 0 {
+		if bad := chat.VerifyTimeline(body.Entries); bad >= 0 {
 			e := body.Entries[bad]
 			fmt.Fprintf(stdout, "BROKEN: entry %d (seq %d, %s at %s) does not match the chain: it or an earlier entry was changed\n", bad+1, e.Seq, e.Kind, e.At.Format(time.RFC3339))
 			return fmt.Errorf("timeline of @%s/%s failed verification at seq %d", owner, name, e.Seq)
@@ -102,7 +102,7 @@ func at(s string) string {
 	return "@" + s
 }
 
-func lastHash(es []room.TimelineEntry) string {
+func lastHash(es []chat.TimelineEntry) string {
 	if len(es) == 0 {
 		return "-"
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
-	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
 func runCmd(t *testing.T, args ...string) (string, int) {
@@ -88,7 +88,7 @@ func TestOwnerCLI(t *testing.T) {
 		}
 	})
 	t.Run("VerifyFindsTampering", func(t *testing.T) {
-		db, err := sql.Open("sqlite", filepath.Join(h.DataDir, room.DBFile)+"?_pragma=busy_timeout(10000)")
+		db, err := sql.Open("sqlite", filepath.Join(h.DataDir, store.DBFile)+"?_pragma=busy_timeout(10000)")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package room
+package store
 
 import (
 	"context"
@@ -8,28 +8,29 @@ import (
 	"time"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 )
 
-func (s *Service) registerAgentAppliers() {
-	s.appliers[EvPairingCreated] = applyPairingCreated
-	s.appliers[EvBridgePaired] = applyBridgePaired
-	s.appliers[EvBridgeRevoked] = applyBridgeRevoked
-	s.appliers[EvAgentRegistered] = applyAgentRegistered
-	s.appliers[EvAgentPolicy] = applyAgentPolicy
-	s.appliers[EvAgentStatus] = applyAgentStatus
-	s.appliers[EvAgentAdded] = applyAgentRoomChange(true)
-	s.appliers[EvAgentRemoved] = applyAgentRoomChange(false)
-	s.appliers[EvInvitationCreated] = applyInvitationCreated
-	s.appliers[EvInvitationDecided] = applyInvitationDecided
-	s.appliers[EvSteerRecorded] = applySteerRecorded
-	s.appliers[EvSteerReceipt] = applySteerReceipt
-	s.appliers[EvTurn] = applyTurn
-	s.appliers[EvApprovalRequested] = applyApprovalRequested
-	s.appliers[EvApprovalDecided] = applyApprovalDecided
+func (s *Store) registerAgentAppliers() {
+	s.appliers[chat.EvPairingCreated] = applyPairingCreated
+	s.appliers[chat.EvBridgePaired] = applyBridgePaired
+	s.appliers[chat.EvBridgeRevoked] = applyBridgeRevoked
+	s.appliers[chat.EvAgentRegistered] = applyAgentRegistered
+	s.appliers[chat.EvAgentPolicy] = applyAgentPolicy
+	s.appliers[chat.EvAgentStatus] = applyAgentStatus
+	s.appliers[chat.EvAgentAdded] = applyAgentRoomChange(true)
+	s.appliers[chat.EvAgentRemoved] = applyAgentRoomChange(false)
+	s.appliers[chat.EvInvitationCreated] = applyInvitationCreated
+	s.appliers[chat.EvInvitationDecided] = applyInvitationDecided
+	s.appliers[chat.EvSteerRecorded] = applySteerRecorded
+	s.appliers[chat.EvSteerReceipt] = applySteerReceipt
+	s.appliers[chat.EvTurn] = applyTurn
+	s.appliers[chat.EvApprovalRequested] = applyApprovalRequested
+	s.appliers[chat.EvApprovalDecided] = applyApprovalDecided
 }
 
-func applyPairingCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d pairingCreated
+func applyPairingCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.PairingCreated
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -41,8 +42,8 @@ func applyPairingCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) 
 	return nil, err
 }
 
-func applyBridgePaired(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d bridgePaired
+func applyBridgePaired(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.BridgePaired
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -67,13 +68,16 @@ func applyBridgePaired(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO bridges (id, owner_id, public_key, name, created_at) VALUES (?, ?, ?, ?, ?)`, d.ID, owner, d.PublicKey, d.Name, ts(ev.At))
 	if err != nil {
-		return nil, wh.Errorf(wh.EConflict, "this bridge key is already paired")
+		if IsConstraint(err) {
+			return nil, wh.Errorf(wh.EConflict, "this bridge key is already paired")
+		}
+		return nil, err
 	}
 	return nil, nil
 }
 
-func applyBridgeRevoked(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d bridgeRevoked
+func applyBridgeRevoked(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.BridgeRevoked
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -88,8 +92,8 @@ func applyBridgeRevoked(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) (
 	return nil, err
 }
 
-func applyAgentRegistered(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d agentRegistered
+func applyAgentRegistered(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.AgentRegistered
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -114,8 +118,8 @@ func applyAgentRegistered(ctx context.Context, tx *sql.Tx, seq uint64, ev Event)
 	return nil, timelineTx(ctx, tx, seq, id, "registered", "", "", d, ev.At)
 }
 
-func applyAgentPolicy(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d agentPolicy
+func applyAgentPolicy(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.AgentPolicy
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -133,8 +137,8 @@ func applyAgentPolicy(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]
 	return agentStatusFeedTx(ctx, tx, seq, a.Handle, ev.At)
 }
 
-func applyAgentStatus(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d agentStatus
+func applyAgentStatus(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.AgentStatus
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -142,7 +146,7 @@ func applyAgentStatus(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]
 	if err != nil {
 		return nil, err
 	}
-	steered, _ := json.Marshal(nonNilStrings(d.SteeredBy))
+	steered, _ := json.Marshal(chat.NonNilStrings(d.SteeredBy))
 	if _, err := tx.ExecContext(ctx, `UPDATE agents SET status = ?, turn_id = ?, turn_room = ?, steered_by = ? WHERE id = ?`,
 		d.Status, d.TurnID, d.TurnRoom, string(steered), a.ID); err != nil {
 		return nil, err
@@ -151,7 +155,7 @@ func applyAgentStatus(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]
 }
 
 // agentStatusFeedTx tells the agent's audience its current state.
-func agentStatusFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, handle string, at time.Time) ([]FeedItem, error) {
+func agentStatusFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, handle string, at time.Time) ([]chat.FeedItem, error) {
 	a, err := agentByHandleTx(ctx, tx, handle)
 	if err != nil {
 		return nil, err
@@ -166,25 +170,18 @@ func agentStatusFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, handle strin
 		return nil, err
 	}
 	// Not stored in the feed: clients reload agents on (re)connect.
-	return []FeedItem{{Seq: seq, Recipients: ids, Body: b}}, nil
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
+	return []chat.FeedItem{{Seq: seq, Recipients: ids, Body: b}}, nil
 }
 
 // applyAgentRoomChange adds (owner's consent) or removes an agent from a
 // room: the same steps, opposite statements.
 func applyAgentRoomChange(add bool) applier {
-	stmt, kind, typ := `DELETE FROM room_agents WHERE room_id = ? AND agent_id = ?`, "consent.removed", EvAgentRemoved
+	stmt, kind, typ := `DELETE FROM room_agents WHERE room_id = ? AND agent_id = ?`, "consent.removed", chat.EvAgentRemoved
 	if add {
-		stmt, kind, typ = `INSERT INTO room_agents (room_id, agent_id, added_by) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, "consent.added", EvAgentAdded
+		stmt, kind, typ = `INSERT INTO room_agents (room_id, agent_id, added_by) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, "consent.added", chat.EvAgentAdded
 	}
-	return func(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-		var d agentRoomChange
+	return func(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+		var d chat.AgentRoomChange
 		if err := decode(ev, &d); err != nil {
 			return nil, err
 		}
