@@ -114,6 +114,10 @@ type TurnRecorded struct {
 	Status string `json:"status,omitempty"`
 	Room   string `json:"room,omitempty"`
 	By     string `json:"by,omitempty"`
+	// Reason says why an ended turn failed or stopped; Usage is its model
+	// token count. Both as the bridge reported them.
+	Reason string      `json:"reason,omitempty"`
+	Usage  *wire.Usage `json:"usage,omitempty"`
 }
 
 // ApprovalRequested is the payload of the event recorded when a bridge asked the owner to approve a call.

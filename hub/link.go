@@ -395,6 +395,9 @@ func (l *Link) online(bridgeID string) bool {
 }
 
 func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) {
+	if te.Partial {
+		return // a streamed message is posted when it is final (no in-place edits yet)
+	}
 	handle := b.Owner + "/" + te.Agent
 	a, err := l.rooms.AgentByHandle(ctx, handle)
 	if err != nil || a.Bridge != b.ID {

@@ -2,7 +2,9 @@ package room
 
 import (
 	"context"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
@@ -35,6 +37,25 @@ func (s *Service) UpdateSteer(ctx context.Context, rc wire.Receipt) error {
 
 // RecordTurn stores a turn start or end (and the agent's new state).
 func (s *Service) RecordTurn(ctx context.Context, handle string, te wire.TurnEvent, by string) error {
-	_, err := s.append(ctx, chat.EvTurn, chat.TurnRecorded{Handle: handle, TurnID: te.TurnID, Kind: te.Kind, Status: te.Status, Room: te.Room, By: by})
+	d := chat.TurnRecorded{Handle: handle, TurnID: te.TurnID, Kind: te.Kind, Status: te.Status, Room: te.Room, By: by, Usage: te.Usage}
+	if te.Kind == wire.TurnEnded && te.Status != "completed" {
+		d.Reason = clipReason(te.Text)
+	}
+	_, err := s.append(ctx, chat.EvTurn, d)
 	return err
 }
+
+// clipReason bounds a bridge's words on why a turn ended.
+func clipReason(s string) string {
+	s = strings.ToValidUTF8(s, "�")
+	if len(s) <= maxTurnReason {
+		return s
+	}
+	cut := maxTurnReason
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+const maxTurnReason = 1024

@@ -190,6 +190,12 @@ func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]ch
 	if d.Status != "" {
 		detail["status"] = d.Status
 	}
+	if d.Reason != "" {
+		detail["reason"] = d.Reason
+	}
+	if d.Usage != nil {
+		detail["usage"] = d.Usage
+	}
 	return nil, timelineTx(ctx, tx, seq, a.ID, "turn."+d.Kind, d.TurnID, d.By, detail, ev.At)
 }
 
