@@ -200,6 +200,23 @@ func (h *Harness) Interrupt(ctx context.Context, turnID string) error {
 	return nil
 }
 
+// StrictTurns returns nil: in every turn, each write, patch and command
+// goes to the gate before it happens (reading is confined to the agent's
+// dir and has no side effects).
+func (h *Harness) StrictTurns() error { return nil }
+
+// TurnStrict reports whether turnID is running; all its side effects reach
+// the gate.
+func (h *Harness) TurnStrict(turnID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur != nil && h.cur.id == turnID
+}
+
+// OwnerTurns returns "": the owner's turns ask before every side effect
+// too (the owner's auto_approve list may answer for the owner).
+func (h *Harness) OwnerTurns() string { return "" }
+
 // turnLocked returns the running turn if it is id and still takes input.
 func (h *Harness) turnLocked(id string) (*turn, error) {
 	t := h.cur

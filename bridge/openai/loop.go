@@ -162,6 +162,11 @@ func (r *turnRun) ask(step int) (completion, error) {
 	shown := ""
 	onText := func(d string) {
 		text.WriteString(d)
+		// The first update comes partialEvery after the first words, so a
+		// quick answer is one message, without updates.
+		if last.IsZero() {
+			last = time.Now()
+		}
 		if time.Since(last) < h.partialEvery {
 			return
 		}
