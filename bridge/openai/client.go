@@ -147,7 +147,16 @@ func (c *client) send(ctx context.Context, body []byte, onText func(string)) (co
 		}
 		return completion{}, &errEndpoint{msg: fmt.Sprintf("the request to the model endpoint at %s failed: %v", c.base, unwrapURL(err))}
 	}
-	defer resp.Body.Close()
+	defer func() {
+		// Read what follows [DONE] (usually nothing) so the connection is
+		// reused, unless the answer is being abandoned.
+		if rctx.Err() == nil {
+			t := time.AfterFunc(time.Second, func() { cancel(nil) }) // a server that keeps it open
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			t.Stop()
+		}
+		resp.Body.Close()
+	}()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		return completion{}, c.statusError(resp.StatusCode, b)
