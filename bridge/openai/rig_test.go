@@ -2,8 +2,12 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,4 +247,22 @@ func contains(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+func jsonMarshal(v any) (string, error) {
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+type httpServer struct{ body string }
+
+func (s *httpServer) serve(ln net.Listener) {
+	_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, s.body)
+	}))
 }
