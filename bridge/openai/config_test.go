@@ -98,3 +98,29 @@ func TestParseConfig(t *testing.T) {
 		})
 	}
 }
+
+// The example in docs/bridge.example.toml is a valid openai agent.
+func TestExampleConfig(t *testing.T) {
+	c, err := bridge.LoadConfig("../../docs/bridge.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, a := range c.Agents {
+		if a.Harness != Kind {
+			continue
+		}
+		found = true
+		a.Dir = t.TempDir() // the example's dir is not on this machine
+		cfg, err := ParseConfig(a, envOf(map[string]string{"XDG_STATE_HOME": t.TempDir()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Model != "qwen3:8b" || cfg.ContextTokens != 16384 {
+			t.Fatalf("%+v", cfg)
+		}
+	}
+	if !found {
+		t.Fatal("no openai agent in the example")
+	}
+}
