@@ -338,6 +338,21 @@ func TestInterrupt(t *testing.T) {
 			t.Fatalf("steer after interrupt: %v", err)
 		}
 	})
+	t.Run("KeepsSteersItDidNotReach", func(t *testing.T) {
+		r := newRig(t, nil)
+		r.stub.Push(stubmodel.ChatReply{Hold: make(chan struct{})})
+		id := r.startTurn("think hard")
+		r.stub.WaitRequest(t, 1, waitTimeout)
+		if err := r.h.Steer(context.Background(), id, bridge.Input{Text: "a late thought"}); err != nil {
+			t.Fatal(err)
+		}
+		must(t, r.h.Interrupt(context.Background(), id))
+		r.rec.waitEnded(t, id)
+		r.run("next")
+		if req := r.stub.WaitRequest(t, 2, waitTimeout); !req.HasUserText("a late thought") {
+			t.Fatalf("the steer was lost: %+v", req.Messages)
+		}
+	})
 	t.Run("KillsTheCommandAndWithdrawsAsks", func(t *testing.T) {
 		r := newRig(t, nil)
 		r.gate.auto = boolp(true)

@@ -49,6 +49,9 @@ func (h *Harness) run(t *turn, in bridge.Input) {
 	h.mu.Lock()
 	t.ending = true
 	h.mu.Unlock()
+	// Steers that came after the last model call (the turn failed or was
+	// interrupted) stay in the conversation: the next turn sees them.
+	r.takeSteers()
 	r.save()
 	if status == statusFailed {
 		h.sink(bridge.Event{Kind: bridge.EventProgress, TurnID: t.id, Text: "turn failed: " + reason})
@@ -195,8 +198,11 @@ func (r *turnRun) ask(step int) (completion, error) {
 	if v := strings.TrimSpace(visibleText(content)); v != "" {
 		h.sink(bridge.Event{Kind: bridge.EventMessage, TurnID: r.t.id, ItemID: itemID, Text: v})
 	}
-	// The history keeps what the model said, without inline reasoning.
-	r.add(histMessage{chatMessage: chatMessage{Role: "assistant", Content: strings.TrimSpace(visibleText(comp.Content)), ToolCalls: comp.ToolCalls}})
+	// The history keeps what the model said, without inline reasoning (and
+	// nothing for an empty answer, which some servers refuse to be sent).
+	if said := strings.TrimSpace(visibleText(comp.Content)); said != "" || len(comp.ToolCalls) > 0 {
+		r.add(histMessage{chatMessage: chatMessage{Role: "assistant", Content: said, ToolCalls: comp.ToolCalls}})
+	}
 	r.save()
 	return comp, nil
 }
