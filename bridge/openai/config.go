@@ -61,7 +61,8 @@ const (
 // Config is an agent's options, checked.
 type Config struct {
 	Name           string
-	Dir            string // absolute; the tools work only inside it
+	Dir            string // absolute, symlinks resolved; the tools work only inside it
+	DirAsGiven     string // absolute, as configured (absolute paths under it are accepted too)
 	BaseURL        string // without a trailing slash
 	Model          string
 	APIKeyEnv      string
@@ -165,10 +166,10 @@ func ParseConfig(a bridge.AgentConfig, lookupEnv func(string) (string, bool)) (C
 	if strings.TrimSpace(a.Dir) == "" {
 		return c, bad("dir is required: the tools work inside the agent's directory and nowhere else")
 	}
-	if c.Dir, err = absPath(a.Dir); err != nil {
+	if c.DirAsGiven, err = absPath(a.Dir); err != nil {
 		return c, bad("dir %q: %v", a.Dir, err)
 	}
-	if c.Dir, err = filepath.EvalSymlinks(c.Dir); err != nil {
+	if c.Dir, err = filepath.EvalSymlinks(c.DirAsGiven); err != nil {
 		return c, bad("dir %q: %v", a.Dir, err)
 	}
 	if st, err := os.Stat(c.Dir); err != nil || !st.IsDir() {

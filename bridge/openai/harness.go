@@ -110,7 +110,7 @@ func (h *Harness) Start(ctx context.Context) error {
 	case stateRunning:
 		return errors.New("openai: already started")
 	}
-	ws, err := openWorkspace(h.cfg.Dir, h.cfg.Dir)
+	ws, err := openWorkspace(h.cfg.Dir, h.cfg.DirAsGiven)
 	if err != nil {
 		return fmt.Errorf("open the agent's dir: %w", err)
 	}

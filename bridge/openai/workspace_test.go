@@ -18,7 +18,8 @@ func newWorkspace(t *testing.T) (*workspace, string, string) {
 	must(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello\n"), 0o644))
 	outside := filepath.Join(root, "outside.txt")
 	must(t, os.WriteFile(outside, []byte("secret\n"), 0o644))
-	ws, err := openWorkspace(dir, dir)
+	must(t, os.Symlink(dir, filepath.Join(root, "alias")))
+	ws, err := openWorkspace(dir, filepath.Join(root, "alias"))
 	must(t, err)
 	t.Cleanup(func() { ws.Close() })
 	return ws, dir, outside
