@@ -42,6 +42,32 @@ func (g *gate) pendingCount() int {
 	return len(g.pending)
 }
 
+// pendingIDs lists the ids of the requests waiting for the owner.
+func (g *gate) pendingIDs() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for id := range g.pending {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// void denies one waiting request (reported to the hub as voided).
+func (g *gate) void(id, reason string) {
+	g.mu.Lock()
+	p := g.pending[id]
+	g.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.once.Do(func() {
+		p.decided <- wire.Decision{Decision: "deny", By: "wheelhouse", Reason: reason}
+		g.r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: p.req.ID, Agent: g.r.cfg.Name, Status: wire.ApprovalVoided, Reason: reason})
+	})
+}
+
 // Pending lists the requests waiting for the owner (for the local CLI).
 func (g *gate) list() []wire.ApprovalRequest {
 	g.mu.Lock()
@@ -232,7 +258,10 @@ func (g *gate) turnEnded(turn string) {
 	}
 }
 
-func (g *gate) closeAll() {
+func (g *gate) closeAll() { g.voidAll("the bridge shut down") }
+
+// voidAll denies every waiting request (reported to the hub as voided).
+func (g *gate) voidAll(reason string) {
 	g.mu.Lock()
 	ps := make([]*pendingApproval, 0, len(g.pending))
 	for _, p := range g.pending {
@@ -241,8 +270,8 @@ func (g *gate) closeAll() {
 	g.mu.Unlock()
 	for _, p := range ps {
 		p.once.Do(func() {
-			p.decided <- wire.Decision{Decision: "deny", By: "wheelhouse", Reason: "the bridge is shutting down"}
-			g.r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: p.req.ID, Agent: g.r.cfg.Name, Status: wire.ApprovalVoided, Reason: "the bridge shut down"})
+			p.decided <- wire.Decision{Decision: "deny", By: "wheelhouse", Reason: reason}
+			g.r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: p.req.ID, Agent: g.r.cfg.Name, Status: wire.ApprovalVoided, Reason: reason})
 		})
 	}
 }

@@ -90,6 +90,7 @@ type Receipt struct {
 	Agent     string     `json:"agent"`
 	Sender    string     `json:"sender"`
 	Status    string     `json:"status"`
+	Via       string     `json:"via,omitempty"` // how it reached the agent, once Status is the turn's outcome
 	Reason    string     `json:"reason,omitempty"`
 	Detail    string     `json:"detail,omitempty"`
 	TurnID    string     `json:"turnId,omitempty"`

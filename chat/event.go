@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -102,4 +103,13 @@ type MessagePosted struct {
 	Parts      []Part    `json:"parts,omitempty"`
 	TurnID     string    `json:"turnId,omitempty"`
 	Kind       string    `json:"kind,omitempty"`
+	// Route: the projection records a steer for every agent mention (the
+	// hub's router then delivers it). Messages from before routing was
+	// driven by the log have their steers in steer.recorded events.
+	Route bool `json:"route,omitempty"`
+	// Turns names, per agent handle, the turn the sender saw running.
+	Turns map[string]string `json:"turns,omitempty"`
 }
+
+// SteerID is the id of the steer for the i-th agent mention of message seq.
+func SteerID(seq uint64, i int) string { return fmt.Sprintf("s%d.%d", seq, i) }

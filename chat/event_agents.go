@@ -12,6 +12,7 @@ const (
 	EvBridgePaired      = "bridge.paired"
 	EvBridgeRevoked     = "bridge.revoked"
 	EvAgentRegistered   = "agent.registered"
+	EvAgentReleased     = "agent.released"
 	EvAgentPolicy       = "agent.policy"
 	EvAgentStatus       = "agent.status"
 	EvAgentAdded        = "agent.added"
@@ -53,6 +54,13 @@ type AgentRegistered struct {
 	Harness  string      `json:"harness"`
 	CanSteer bool        `json:"canSteer"`
 	Policy   wire.Policy `json:"policy"`
+}
+
+// AgentReleased is the payload of the event recorded when a bridge stopped
+// announcing an agent: the name is free for another of the owner's bridges.
+type AgentReleased struct {
+	Bridge string `json:"bridge"`
+	Handle string `json:"handle"`
 }
 
 // AgentPolicy is the payload of the event recorded when an owner changed an agent's policy.
@@ -114,10 +122,9 @@ type TurnRecorded struct {
 	Status string `json:"status,omitempty"`
 	Room   string `json:"room,omitempty"`
 	By     string `json:"by,omitempty"`
-	// Reason says why an ended turn failed or stopped; Usage is its model
-	// token count. Both as the bridge reported them.
-	Reason string      `json:"reason,omitempty"`
-	Usage  *wire.Usage `json:"usage,omitempty"`
+	Reason string `json:"reason,omitempty"` // ended as failed: why
+	// Usage is the ended turn's model token count, as the bridge reported it.
+	Usage *wire.Usage `json:"usage,omitempty"`
 }
 
 // ApprovalRequested is the payload of the event recorded when a bridge asked the owner to approve a call.

@@ -59,6 +59,23 @@ func AgentDMName(user, handle string) string {
 	return "dm:" + user + ":" + owner + "+" + name
 }
 
+// AgentDMParts parses the name of a person's DM with an agent.
+func AgentDMParts(roomName string) (user, owner, agent string, ok bool) {
+	rest, found := strings.CutPrefix(roomName, "dm:")
+	if !found {
+		return "", "", "", false
+	}
+	user, h, found := strings.Cut(rest, ":")
+	if !found {
+		return "", "", "", false
+	}
+	owner, agent, found = strings.Cut(h, "+")
+	if !found || !ValidUserName(user) || !ValidUserName(owner) || !ValidUserName(agent) {
+		return "", "", "", false
+	}
+	return user, owner, agent, true
+}
+
 // IsDM reports whether a room name names a DM.
 func IsDM(name string) bool { return strings.HasPrefix(name, "dm:") }
 

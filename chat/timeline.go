@@ -11,6 +11,7 @@ import (
 // over the previous entry's hash for the same agent.
 type TimelineEntry struct {
 	Seq    uint64          `json:"seq"`
+	Idx    int             `json:"idx,omitempty"` // its place among the entries of event Seq
 	Kind   string          `json:"kind"`
 	TurnID string          `json:"turnId,omitempty"`
 	Actor  string          `json:"actor,omitempty"`
@@ -24,8 +25,22 @@ type TimelineEntry struct {
 // compares them in order.
 func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z07:00") }
 
-// EntryBody is what the chain hashes: everything but the hashes.
+// EntryBody is what the chain hashes: everything but the hashes. (An
+// entry's place within its event is hashed when it is not the first, so
+// entries written before there could be several hash as they did.)
 func EntryBody(e TimelineEntry) []byte {
+	if e.Idx > 0 {
+		b, _ := json.Marshal(struct {
+			Seq    uint64          `json:"seq"`
+			Idx    int             `json:"idx"`
+			Kind   string          `json:"kind"`
+			TurnID string          `json:"turnId"`
+			Actor  string          `json:"actor"`
+			Detail json.RawMessage `json:"detail"`
+			At     string          `json:"at"`
+		}{e.Seq, e.Idx, e.Kind, e.TurnID, e.Actor, e.Detail, Timestamp(e.At)})
+		return b
+	}
 	b, _ := json.Marshal(struct {
 		Seq    uint64          `json:"seq"`
 		Kind   string          `json:"kind"`

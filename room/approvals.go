@@ -42,6 +42,11 @@ func (s *Service) CheckDecision(ctx context.Context, actor *chat.User, id, shown
 
 // RecordDecision stores an approval's outcome. The first outcome wins.
 func (s *Service) RecordDecision(ctx context.Context, id, status, by, hash, reason string) error {
-	_, err := s.append(ctx, chat.EvApprovalDecided, chat.ApprovalDecided{ID: id, Status: status, By: by, Hash: hash, Reason: reason})
-	return err
+	return s.RecordDecisionOnce(ctx, "", id, status, by, hash, reason)
+}
+
+// RecordDecisionOnce is RecordDecision under an idempotency key ("" for a
+// fresh one): several hub nodes expiring one approval record it once.
+func (s *Service) RecordDecisionOnce(ctx context.Context, key, id, status, by, hash, reason string) error {
+	return s.appendOnce(ctx, key, chat.EvApprovalDecided, chat.ApprovalDecided{ID: id, Status: status, By: by, Hash: hash, Reason: reason})
 }

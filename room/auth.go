@@ -106,7 +106,7 @@ func (s *Service) createUser(ctx context.Context, name, display, password string
 	if len(display) > 64 {
 		return nil, wh.Errorf(wh.EInvalid, "the display name is too long (at most 64 bytes)")
 	}
-	if _, err := s.UserByName(ctx, name); err == nil {
+	if _, err := s.UserByName(ctx, name); err == nil && !retried(ctx) {
 		return nil, wh.Errorf(wh.EConflict, "a user named @%s already exists", name)
 	}
 	hash, err := HashPassword(password)

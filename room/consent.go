@@ -59,6 +59,12 @@ func (s *Service) RegisterAgent(ctx context.Context, bridgeID string, info wire.
 	return err
 }
 
+// ReleaseAgent records that a bridge no longer runs an agent.
+func (s *Service) ReleaseAgent(ctx context.Context, bridgeID, handle string) error {
+	_, err := s.append(ctx, chat.EvAgentReleased, chat.AgentReleased{Bridge: bridgeID, Handle: handle})
+	return err
+}
+
 // SetPolicy changes an agent's policy; owner only.
 func (s *Service) SetPolicy(ctx context.Context, actor *chat.User, handle string, p wire.Policy) (*chat.Agent, error) {
 	a, err := s.AgentByHandle(ctx, handle)
@@ -118,7 +124,7 @@ func (s *Service) AddAgent(ctx context.Context, actor *chat.User, roomName, hand
 	if err != nil {
 		return "", nil, err
 	}
-	if in, _ := s.AgentInRoom(ctx, a.ID, r.Name); in {
+	if in, _ := s.AgentInRoom(ctx, a.ID, r.Name); in && !retried(ctx) {
 		return "", nil, wh.Errorf(wh.EConflict, "@%s is already in %s", a.Handle, r.Name)
 	}
 	switch authz.AddAgentToRoom(actor.Name, a.Owner, r.Role != "") {

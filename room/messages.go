@@ -11,8 +11,11 @@ import (
 )
 
 // Post stores a message from actor in room. Text is stored raw; rendering
-// must escape it.
-func (s *Service) Post(ctx context.Context, actor *chat.User, roomName, text string) (*chat.Message, error) {
+// must escape it. Appending it is the commitment: the projection records a
+// steer for each agent it addresses and the hub's router delivers them.
+// turns optionally names, per agent handle, the turn the sender saw
+// running (the stale-turn guard).
+func (s *Service) Post(ctx context.Context, actor *chat.User, roomName, text string, turns map[string]string) (*chat.Message, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, wh.Errorf(wh.EInvalid, "the message is empty")
 	}
@@ -25,14 +28,22 @@ func (s *Service) Post(ctx context.Context, actor *chat.User, roomName, text str
 	if _, err := s.access(ctx, actor, roomName); err != nil {
 		return nil, err
 	}
-	d := chat.MessagePosted{Room: roomName, AuthorKind: chat.AuthorUser, Author: actor.Name, Text: text, Mentions: chat.ParseMentions(text), Parts: chat.QuotedParts(text)}
-	ev, err := chat.NewEvent(chat.EvMessagePosted, s.now(), d)
+	if len(turns) > 16 {
+		return nil, wh.Errorf(wh.EInvalid, "turns names more agents than a message can address")
+	}
+	d := chat.MessagePosted{Room: roomName, AuthorKind: chat.AuthorUser, Author: actor.Name, Text: text, Mentions: chat.ParseMentions(text),
+		Parts: chat.QuotedParts(text), Route: true, Turns: turns}
+	d.Mentions = addressDM(roomName, actor.Name, d.Mentions)
+	ev, err := s.newEvent(ctx, chat.EvMessagePosted, d)
 	if err != nil {
-		return nil, wh.Wrap(err, "encode message")
+		return nil, err
 	}
 	seq, err := s.Log.Append(ctx, ev)
 	if err != nil {
 		return nil, err
+	}
+	if retried(ctx) {
+		return s.MessageByID(ctx, int64(seq)) // answer as the first time
 	}
 	// The projection stored exactly this; no need to read it back.
 	return &chat.Message{ID: int64(seq), Room: roomName, AuthorKind: chat.AuthorUser, Author: actor.Name, Text: text,
@@ -62,4 +73,20 @@ func (s *Service) History(ctx context.Context, actor *chat.User, roomName string
 		return nil, err
 	}
 	return s.Store.History(ctx, roomID, p)
+}
+
+// addressDM makes every message in a person's DM with an agent address the
+// agent: a DM with an agent is a conversation, no mention needed. The
+// implied mention spans no text.
+func addressDM(roomName, author string, ms []chat.Mention) []chat.Mention {
+	user, owner, agent, ok := chat.AgentDMParts(roomName)
+	if !ok || user != author {
+		return ms
+	}
+	for _, m := range ms {
+		if m.Kind == chat.MentionAgent && m.Owner == owner && m.Agent == agent {
+			return ms
+		}
+	}
+	return append([]chat.Mention{{Kind: chat.MentionAgent, Owner: owner, Agent: agent}}, ms...)
 }

@@ -71,7 +71,7 @@ func (s *Service) CreateRoom(ctx context.Context, actor *chat.User, name string,
 	if len(topic) > 256 {
 		return nil, wh.Errorf(wh.EInvalid, "the topic is too long (at most 256 bytes)")
 	}
-	if _, err := s.RoomByName(ctx, name); err == nil {
+	if _, err := s.RoomByName(ctx, name); err == nil && !retried(ctx) {
 		return nil, wh.Errorf(wh.EConflict, "a room named %q already exists; pick another name or join it", name)
 	}
 	if _, err := s.append(ctx, chat.EvRoomCreated, chat.RoomCreated{Name: name, Kind: chat.KindRoom, Private: private, Topic: topic, Creator: actor.Name}); err != nil {

@@ -65,9 +65,9 @@ func (s *Service) Now() time.Time { return s.now() }
 
 // append builds and appends one event.
 func (s *Service) append(ctx context.Context, typ string, data any) (uint64, error) {
-	ev, err := chat.NewEvent(typ, s.now(), data)
+	ev, err := s.newEvent(ctx, typ, data)
 	if err != nil {
-		return 0, wh.Wrap(err, "encode %s", typ)
+		return 0, err
 	}
 	return s.Log.Append(ctx, ev)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
-const agentCols = `a.id, u.name, a.owner_id, a.name, a.bridge_id, a.harness, a.can_steer, a.policy, a.status, a.turn_id, a.turn_room, a.steered_by,
+const agentCols = `a.id, u.name, a.owner_id, a.name, CASE WHEN a.released = 1 THEN '' ELSE a.bridge_id END, a.harness, a.can_steer, a.policy, a.status, a.turn_id, a.turn_room, a.steered_by,
 	COALESCE((SELECT json_group_array(r.name) FROM room_agents ra JOIN rooms r ON r.id = ra.room_id WHERE ra.agent_id = a.id), '[]')`
 
 type scanner interface{ Scan(...any) error }

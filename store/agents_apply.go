@@ -9,6 +9,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 func (s *Store) registerAgentAppliers() {
@@ -16,6 +17,7 @@ func (s *Store) registerAgentAppliers() {
 	s.appliers[chat.EvBridgePaired] = applyBridgePaired
 	s.appliers[chat.EvBridgeRevoked] = applyBridgeRevoked
 	s.appliers[chat.EvAgentRegistered] = applyAgentRegistered
+	s.appliers[chat.EvAgentReleased] = applyAgentReleased
 	s.appliers[chat.EvAgentPolicy] = applyAgentPolicy
 	s.appliers[chat.EvAgentStatus] = applyAgentStatus
 	s.appliers[chat.EvAgentAdded] = applyAgentRoomChange(true)
@@ -88,8 +90,24 @@ func applyBridgeRevoked(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Eve
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil, wh.Errorf(wh.ENotFound, "no bridge %s", d.ID)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE agents SET status = 'offline', turn_id = '' WHERE bridge_id = ?`, d.ID)
-	return nil, err
+	var feed []chat.FeedItem
+	handles, err := queryStrings(ctx, tx, `SELECT u.name || '/' || a.name FROM agents a JOIN users u ON u.id = a.owner_id WHERE a.bridge_id = ?`, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range handles {
+		a, err := agentByHandleTx(ctx, tx, h)
+		if err != nil {
+			return nil, err
+		}
+		items, err := agentGoneTx(ctx, tx, seq, a, "the agent's bridge was revoked", ev.At)
+		if err != nil {
+			return nil, err
+		}
+		feed = append(feed, items...)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE agents SET status = 'offline', turn_id = '', turn_room = '', steered_by = '[]' WHERE bridge_id = ?`, d.ID)
+	return feed, err
 }
 
 func applyAgentRegistered(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
@@ -103,10 +121,21 @@ func applyAgentRegistered(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.E
 	if err != nil || revoked {
 		return nil, wh.Errorf(wh.EForbidden, "bridge %s is not paired", d.Bridge)
 	}
+	// An agent name belongs to one bridge of its owner: another bridge may
+	// take it only once the first released it or was revoked.
+	var holder string
+	err = tx.QueryRowContext(ctx, `SELECT a.bridge_id FROM agents a JOIN bridges b ON b.id = a.bridge_id
+		WHERE a.owner_id = ? AND a.name = ? AND a.released = 0 AND b.revoked = 0`, owner, d.Name).Scan(&holder)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	if err == nil && holder != d.Bridge {
+		return nil, wh.Errorf(wh.EConflict, "agent %s is already run by bridge %s", d.Name, holder)
+	}
 	pol, _ := json.Marshal(d.Policy)
 	_, err = tx.ExecContext(ctx, `INSERT INTO agents (id, owner_id, name, bridge_id, harness, can_steer, policy) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (owner_id, name) DO UPDATE SET bridge_id = excluded.bridge_id, harness = excluded.harness, can_steer = excluded.can_steer,
-		policy = CASE WHEN agents.policy_set = 1 THEN agents.policy ELSE excluded.policy END`,
+		released = 0, policy = CASE WHEN agents.policy_set = 1 THEN agents.policy ELSE excluded.policy END`,
 		seq, owner, d.Name, d.Bridge, d.Harness, d.CanSteer, string(pol))
 	if err != nil {
 		return nil, err
@@ -116,6 +145,32 @@ func applyAgentRegistered(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.E
 		return nil, err
 	}
 	return nil, timelineTx(ctx, tx, seq, id, "registered", "", "", d, ev.At)
+}
+
+func applyAgentReleased(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.AgentReleased
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	a, err := agentByHandleTx(ctx, tx, d.Handle)
+	if err != nil {
+		return nil, err
+	}
+	if a.Bridge != d.Bridge {
+		return nil, wh.Errorf(wh.EConflict, "@%s is not run by bridge %s", d.Handle, d.Bridge)
+	}
+	feed, err := agentGoneTx(ctx, tx, seq, a, "its bridge no longer runs it", ev.At)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE agents SET released = 1, status = 'offline', turn_id = '', turn_room = '', steered_by = '[]' WHERE id = ?`, a.ID); err != nil {
+		return nil, err
+	}
+	if err := timelineTx(ctx, tx, seq, a.ID, "released", "", "", map[string]string{"bridge": d.Bridge}, ev.At); err != nil {
+		return nil, err
+	}
+	items, err := agentStatusFeedTx(ctx, tx, seq, a.Handle, ev.At)
+	return append(feed, items...), err
 }
 
 func applyAgentPolicy(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
@@ -146,12 +201,21 @@ func applyAgentStatus(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 	if err != nil {
 		return nil, err
 	}
+	var feed []chat.FeedItem
+	if d.Status == wire.AgentOffline && a.Status != wire.AgentOffline {
+		items, err := agentGoneTx(ctx, tx, seq, a, "the agent's machine went offline", ev.At)
+		if err != nil {
+			return nil, err
+		}
+		feed = items
+	}
 	steered, _ := json.Marshal(chat.NonNilStrings(d.SteeredBy))
 	if _, err := tx.ExecContext(ctx, `UPDATE agents SET status = ?, turn_id = ?, turn_room = ?, steered_by = ? WHERE id = ?`,
 		d.Status, d.TurnID, d.TurnRoom, string(steered), a.ID); err != nil {
 		return nil, err
 	}
-	return agentStatusFeedTx(ctx, tx, seq, a.Handle, ev.At)
+	items, err := agentStatusFeedTx(ctx, tx, seq, a.Handle, ev.At)
+	return append(feed, items...), err
 }
 
 // agentStatusFeedTx tells the agent's audience its current state.
@@ -164,13 +228,14 @@ func agentStatusFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, handle strin
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(map[string]any{"id": seq, "type": "agent.status", "at": at, "data": map[string]any{
+	idx := nextIdx(ctx)
+	b, err := feedBody(idx, map[string]any{"id": seq, "type": "agent.status", "at": at, "data": map[string]any{
 		"handle": a.Handle, "status": a.Status, "turnId": a.TurnID, "turnRoom": a.TurnRoom, "steeredBy": a.SteeredBy, "harness": a.Harness, "canSteer": a.CanSteer}})
 	if err != nil {
 		return nil, err
 	}
 	// Not stored in the feed: clients reload agents on (re)connect.
-	return []chat.FeedItem{{Seq: seq, Recipients: ids, Body: b}}, nil
+	return []chat.FeedItem{{Seq: seq, Idx: idx, Kind: "agent.status", Recipients: ids, Body: b}}, nil
 }
 
 // applyAgentRoomChange adds (owner's consent) or removes an agent from a
@@ -210,11 +275,26 @@ func applyAgentRoomChange(add bool) applier {
 		if err := timelineTx(ctx, tx, seq, a.ID, kind, "", d.By, map[string]string{"room": d.Room}, ev.At); err != nil {
 			return nil, err
 		}
+		var feed []chat.FeedItem
+		if !add {
+			why := "@" + d.Handle + " was removed from " + d.Room
+			items, err := voidApprovalsTx(ctx, tx, seq, `agent_id = ? AND room = ?`, []any{a.ID, d.Room}, why, ev.At)
+			if err != nil {
+				return nil, err
+			}
+			feed = items
+			items, err = expireSteersTx(ctx, tx, seq, `agent_id = ? AND room_id = ? AND status = 'queued'`, []any{a.ID, rid}, wire.StatusRejected, wire.ReasonAgentNotInRoom, why, ev.At)
+			if err != nil {
+				return nil, err
+			}
+			feed = append(feed, items...)
+		}
 		ids, err := roomMembersTx(ctx, tx, rid)
 		if err != nil {
 			return nil, err
 		}
-		return feedTx(ctx, tx, seq, rid, 0, ids, map[string]any{"id": seq, "type": typ, "room": d.Room, "at": ev.At,
+		items, err := feedTx(ctx, tx, seq, rid, 0, ids, map[string]any{"id": seq, "type": typ, "room": d.Room, "at": ev.At,
 			"data": map[string]any{"handle": d.Handle, "by": d.By}})
+		return append(items, feed...), err
 	}
 }

@@ -84,17 +84,43 @@ func queryIDsTx(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64
 	return ids, rows.Err()
 }
 
+// feedCounter numbers the feed items of the event being applied: one event
+// may reach clients as several items, each with its place (idx, "n").
+type feedCounter struct{ n int }
+
+type feedCounterKey struct{}
+
+// nextIdx is the place of the event's next feed item.
+func nextIdx(ctx context.Context) int {
+	c, ok := ctx.Value(feedCounterKey{}).(*feedCounter)
+	if !ok {
+		return 0
+	}
+	c.n++
+	return c.n - 1
+}
+
+// feedBody serializes an item's body, with its place when it is not the
+// event's first.
+func feedBody(idx int, body map[string]any) ([]byte, error) {
+	if idx > 0 {
+		body["n"] = idx
+	}
+	return json.Marshal(body)
+}
+
 // feedTx stores a feed row and returns the item for live delivery.
 func feedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID, userID int64, recipients []int64, body map[string]any) ([]chat.FeedItem, error) {
-	b, err := json.Marshal(body)
+	idx := nextIdx(ctx)
+	b, err := feedBody(idx, body)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO feed (seq, room_id, user_id, body) VALUES (?, ?, ?, ?)`, seq, roomID, userID, b); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO feed (seq, idx, room_id, user_id, body) VALUES (?, ?, ?, ?, ?)`, seq, idx, roomID, userID, b); err != nil {
 		return nil, err
 	}
 	kind, _ := body["type"].(string)
-	return []chat.FeedItem{{Seq: seq, Kind: kind, RoomID: roomID, Recipients: recipients, Body: b}}, nil
+	return []chat.FeedItem{{Seq: seq, Idx: idx, Kind: kind, RoomID: roomID, Recipients: recipients, Body: b}}, nil
 }
 
 func applyUserCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
@@ -253,10 +279,16 @@ func applyMemberRemoved(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Eve
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil, wh.Errorf(wh.ENotFound, "@%s is not a member of %s", d.User, d.Room)
 	}
-	return feedTx(ctx, tx, seq, rid, uid, ids, map[string]any{
+	feed, err := feedTx(ctx, tx, seq, rid, uid, ids, map[string]any{
 		"id": seq, "type": chat.EvMemberRemoved, "room": d.Room, "at": ev.At,
 		"data": map[string]any{"user": d.User, "by": d.By},
 	})
+	if err != nil {
+		return nil, err
+	}
+	// Approvals of turns the departed member steered are voided here.
+	items, err := voidApprovalsSteeredByTx(ctx, tx, seq, d.Room, d.User, "@"+d.User+", who steered this turn, left "+d.Room, ev.At)
+	return append(feed, items...), err
 }
 
 func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
@@ -305,12 +337,21 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 	}
 	msg := chat.Message{ID: int64(seq), Room: d.Room, AuthorKind: d.AuthorKind, Author: d.Author, Text: d.Text,
 		Mentions: chat.NonNilMentions(d.Mentions), Parts: chat.NonNilParts(d.Parts), TurnID: d.TurnID, Kind: d.Kind, CreatedAt: ev.At}
-	b, err := json.Marshal(map[string]any{"id": seq, "type": "message", "room": d.Room, "at": ev.At, "data": msg})
+	idx := nextIdx(ctx)
+	b, err := feedBody(idx, map[string]any{"id": seq, "type": "message", "room": d.Room, "at": ev.At, "data": msg})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.db.txStmt(ctx, tx, sqlInsertFeed).ExecContext(ctx, seq, rid, b); err != nil {
+	if _, err := s.db.txStmt(ctx, tx, sqlInsertFeed).ExecContext(ctx, seq, idx, rid, b); err != nil {
 		return nil, err
 	}
-	return []chat.FeedItem{{Seq: seq, Kind: "message", RoomID: rid, Recipients: ids, Body: b}}, nil
+	feed := []chat.FeedItem{{Seq: seq, Idx: idx, Kind: "message", RoomID: rid, Recipients: ids, Body: b}}
+	if d.Route && d.AuthorKind == chat.AuthorUser {
+		items, err := steersForMessageTx(ctx, tx, seq, rid, d, ev.At)
+		if err != nil {
+			return nil, err
+		}
+		feed = append(feed, items...)
+	}
+	return feed, nil
 }

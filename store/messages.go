@@ -94,13 +94,13 @@ func (s *Store) queryMessages(ctx context.Context, q string, args ...any) ([]cha
 	return out, rows.Err()
 }
 
-// FeedSince returns the feed rows after since that user should see: events
-// of rooms they are a member of now, and membership events about them.
-// Bodies are the exact bytes live clients receive.
-func (s *Store) FeedSince(ctx context.Context, userID int64, since uint64, limit int) ([]chat.FeedItem, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT seq, room_id, body FROM feed WHERE seq > ? AND (
+// FeedSince returns the feed items after position (since, idx) that user
+// should see: events of rooms they are a member of now, and membership
+// events about them. Bodies are the exact bytes live clients receive.
+func (s *Store) FeedSince(ctx context.Context, userID int64, since uint64, idx int, limit int) ([]chat.FeedItem, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT seq, idx, room_id, body FROM feed WHERE (seq > ? OR (seq = ? AND idx > ?)) AND (
 			room_id IN (SELECT room_id FROM members WHERE user_id = ?) OR user_id = ?)
-		ORDER BY seq LIMIT ?`, since, userID, userID, limit)
+		ORDER BY seq, idx LIMIT ?`, since, since, idx, userID, userID, limit)
 	if err != nil {
 		return nil, wh.Wrap(err, "read feed")
 	}
@@ -108,7 +108,7 @@ func (s *Store) FeedSince(ctx context.Context, userID int64, since uint64, limit
 	var out []chat.FeedItem
 	for rows.Next() {
 		var it chat.FeedItem
-		if err := rows.Scan(&it.Seq, &it.RoomID, &it.Body); err != nil {
+		if err := rows.Scan(&it.Seq, &it.Idx, &it.RoomID, &it.Body); err != nil {
 			return nil, wh.Wrap(err, "read feed")
 		}
 		out = append(out, it)

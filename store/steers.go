@@ -57,33 +57,52 @@ func applySteerReceipt(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Even
 	if err != nil {
 		return nil, err
 	}
-	if cur != chat.StatusPending && cur != wire.StatusQueued {
-		return nil, wh.Errorf(wh.EConflict, "steer %s already ended as %s", d.ID, cur)
+	var curReason, turn string
+	if err := tx.QueryRowContext(ctx, `SELECT reason, turn_id FROM steers WHERE id = ?`, d.ID).Scan(&curReason, &turn); err != nil {
+		return nil, err
+	}
+	if !receiptMayMove(cur, curReason, d.Status) {
+		return nil, wh.Errorf(wh.EConflict, "steer %s is already %s", d.ID, cur)
 	}
 	var exp any
 	if d.ExpiresAt != nil {
 		exp = ts(*d.ExpiresAt)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE steers SET status = ?, reason = ?, detail = ?, turn_id = CASE WHEN ? = '' THEN turn_id ELSE ? END,
-		expires_at = COALESCE(?, expires_at), updated_at = ? WHERE id = ?`, d.Status, d.Reason, d.Detail, d.TurnID, d.TurnID, exp, ts(ev.At), d.ID); err != nil {
+	if d.TurnID != "" {
+		turn = d.TurnID
+	}
+	status, detail, via := d.Status, d.Detail, ""
+	if agentID != 0 && turn != "" && (status == wire.StatusStarted || status == wire.StatusSteered || status == wire.StatusDelivered) {
+		// The turn may have ended before this receipt was recorded.
+		tstat, by, ended, err := turnOutcomeTx(ctx, tx, agentID, turn)
+		if err != nil {
+			return nil, err
+		}
+		if ended {
+			via = status
+			status, detail = receiptOutcome(tstat, by, "")
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE steers SET status = ?, via = CASE WHEN ? = '' THEN via ELSE ? END, reason = ?, detail = ?, turn_id = ?,
+		expires_at = COALESCE(?, expires_at), updated_at = ? WHERE id = ?`, status, via, via, d.Reason, detail, turn, exp, ts(ev.At), d.ID); err != nil {
 		return nil, err
 	}
 	if agentID != 0 { // a mention of an unknown agent has no timeline
-		if err := timelineTx(ctx, tx, seq, agentID, "receipt", d.TurnID, "", map[string]any{"steerId": d.ID, "status": d.Status, "reason": d.Reason, "detail": d.Detail}, ev.At); err != nil {
+		if err := timelineTx(ctx, tx, seq, agentID, "receipt", turn, "", map[string]any{"steerId": d.ID, "status": d.Status, "reason": d.Reason, "detail": d.Detail}, ev.At); err != nil {
 			return nil, err
 		}
 	}
 	return receiptFeedTx(ctx, tx, seq, d.ID, ev.At)
 }
 
-const receiptCols = `s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.reason, s.detail, s.turn_id, s.expires_at, s.updated_at
+const receiptCols = `s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason, s.detail, s.turn_id, s.expires_at, s.updated_at
 	FROM steers s JOIN rooms r ON r.id = s.room_id LEFT JOIN agents a ON a.id = s.agent_id LEFT JOIN users u ON u.id = a.owner_id`
 
 func scanReceipt(sc scanner) (chat.Receipt, error) {
 	var r chat.Receipt
 	var exp sql.NullString
 	var at string
-	err := sc.Scan(&r.SteerID, &r.MessageID, &r.Room, &r.Agent, &r.Sender, &r.Status, &r.Reason, &r.Detail, &r.TurnID, &exp, &at)
+	err := sc.Scan(&r.SteerID, &r.MessageID, &r.Room, &r.Agent, &r.Sender, &r.Status, &r.Via, &r.Reason, &r.Detail, &r.TurnID, &exp, &at)
 	if exp.Valid {
 		t, _ := time.Parse(time.RFC3339Nano, exp.String)
 		r.Expires = &t
@@ -177,6 +196,24 @@ func (s *Store) queryReceipts(ctx context.Context, where string, args ...any) ([
 	return out, rows.Err()
 }
 
+// receiptMayMove says whether a receipt in state cur may become next.
+// Final states never change, with one exception: the hub's own "no answer
+// in time" gives way to the bridge's word of what it did before its
+// deadline (a late answer is the truth).
+func receiptMayMove(cur, curReason, next string) bool {
+	switch cur {
+	case chat.StatusPending:
+		return true
+	case wire.StatusQueued:
+		return next != wire.StatusQueued
+	case wire.StatusStarted, wire.StatusSteered, wire.StatusDelivered:
+		return wire.Final(next)
+	case wire.StatusRejected:
+		return curReason == wire.ReasonTimeout && !wire.Final(next)
+	}
+	return false
+}
+
 func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
 	var d chat.TurnRecorded
 	if err := decode(ev, &d); err != nil {
@@ -196,7 +233,26 @@ func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]ch
 	if d.Usage != nil {
 		detail["usage"] = d.Usage
 	}
-	return nil, timelineTx(ctx, tx, seq, a.ID, "turn."+d.Kind, d.TurnID, d.By, detail, ev.At)
+	var feed []chat.FeedItem
+	switch d.Kind {
+	case wire.TurnStarted:
+		if err := turnStartedTx(ctx, tx, a.ID, d.TurnID, d.Room, ev.At); err != nil {
+			return nil, err
+		}
+	case wire.TurnEnded:
+		ended, items, err := turnEndedTx(ctx, tx, seq, a.ID, d.TurnID, d.Status, d.By, d.Reason, ev.At)
+		if err != nil {
+			return nil, err
+		}
+		if !ended {
+			return nil, wh.Errorf(wh.EConflict, "turn %s had already ended", d.TurnID)
+		}
+		if d.By != "" {
+			detail["by"] = d.By
+		}
+		feed = items
+	}
+	return feed, timelineTx(ctx, tx, seq, a.ID, "turn."+d.Kind, d.TurnID, d.By, detail, ev.At)
 }
 
 // StalePendingSteers lists steers still pending (sent, never answered)

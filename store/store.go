@@ -99,7 +99,8 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 		if _, err := s.db.txStmt(ctx, tx, sqlSavepoint).ExecContext(ctx); err != nil {
 			return nil, nil, err
 		}
-		items, aerr := s.applyEvent(ctx, tx, e.Seq, ev)
+		ectx := context.WithValue(ctx, feedCounterKey{}, &feedCounter{})
+		items, aerr := s.applyEvent(ectx, tx, e.Seq, ev)
 		refusal, err := asRefusal(aerr)
 		if err != nil {
 			return nil, nil, fmt.Errorf("apply event %d (%s): %w", e.Seq, ev.Type, err)

@@ -18,26 +18,30 @@ func timelineTx(ctx context.Context, tx *sql.Tx, seq uint64, agentID int64, kind
 		return err
 	}
 	var prev string
-	err = tx.QueryRowContext(ctx, `SELECT hash FROM timeline WHERE agent_id = ? ORDER BY seq DESC LIMIT 1`, agentID).Scan(&prev)
+	err = tx.QueryRowContext(ctx, `SELECT hash FROM timeline WHERE agent_id = ? ORDER BY seq DESC, idx DESC LIMIT 1`, agentID).Scan(&prev)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}
-	e := chat.TimelineEntry{Seq: seq, Kind: kind, TurnID: turnID, Actor: actor, Detail: d, At: at.UTC()}
+	var idx int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(idx) + 1, 0) FROM timeline WHERE seq = ?`, seq).Scan(&idx); err != nil {
+		return err
+	}
+	e := chat.TimelineEntry{Seq: seq, Idx: idx, Kind: kind, TurnID: turnID, Actor: actor, Detail: d, At: at.UTC()}
 	hash := authz.ChainHash(prev, chat.EntryBody(e))
-	_, err = tx.ExecContext(ctx, `INSERT INTO timeline (seq, agent_id, kind, turn_id, actor, body, at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		seq, agentID, kind, turnID, actor, string(d), ts(at), prev, hash)
+	_, err = tx.ExecContext(ctx, `INSERT INTO timeline (seq, idx, agent_id, kind, turn_id, actor, body, at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		seq, idx, agentID, kind, turnID, actor, string(d), ts(at), prev, hash)
 	return err
 }
 
 // TimelineOf returns an agent's audited events in order (optionally of one turn).
 func (s *Store) TimelineOf(ctx context.Context, agentID int64, turnID string) ([]chat.TimelineEntry, error) {
-	q := `SELECT seq, kind, turn_id, actor, body, at, prev_hash, hash FROM timeline WHERE agent_id = ?`
+	q := `SELECT seq, idx, kind, turn_id, actor, body, at, prev_hash, hash FROM timeline WHERE agent_id = ?`
 	args := []any{agentID}
 	if turnID != "" {
 		q += ` AND turn_id = ?`
 		args = append(args, turnID)
 	}
-	rows, err := s.db.r.QueryContext(ctx, q+` ORDER BY seq`, args...)
+	rows, err := s.db.r.QueryContext(ctx, q+` ORDER BY seq, idx`, args...)
 	if err != nil {
 		return nil, wh.Wrap(err, "read timeline")
 	}
@@ -46,7 +50,7 @@ func (s *Store) TimelineOf(ctx context.Context, agentID int64, turnID string) ([
 	for rows.Next() {
 		var e chat.TimelineEntry
 		var body, at string
-		if err := rows.Scan(&e.Seq, &e.Kind, &e.TurnID, &e.Actor, &body, &at, &e.Prev, &e.Hash); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Idx, &e.Kind, &e.TurnID, &e.Actor, &body, &at, &e.Prev, &e.Hash); err != nil {
 			return nil, wh.Wrap(err, "read timeline")
 		}
 		e.Detail = json.RawMessage(body)

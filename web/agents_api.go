@@ -13,10 +13,10 @@ import (
 // AgentAPI is what the hub's bridge link provides to the web server: the
 // parts of steering that talk to bridges or know their presence.
 type AgentAPI interface {
-	// Deliver routes every agent mention of m and returns the receipts known
-	// within a short wait (final ones where possible). turns optionally names,
-	// per agent handle, the turn the sender saw running (stale-turn guard).
-	Deliver(ctx context.Context, sender *chat.User, m *chat.Message, turns map[string]string) []chat.Receipt
+	// AwaitReceipts returns the receipts of m's agent mentions, waiting
+	// briefly for the bridges' answers. Delivery itself does not depend on
+	// it: it follows from the message being in the log.
+	AwaitReceipts(ctx context.Context, m *chat.Message) []chat.Receipt
 	// Annotate sets each agent's live status and, for the viewer in roomName,
 	// what a mention would do now (Mode, ModeText).
 	Annotate(ctx context.Context, viewer *chat.User, roomName string, agents []*chat.Agent)
@@ -26,16 +26,10 @@ type AgentAPI interface {
 	PolicyChanged(ctx context.Context, a *chat.Agent)
 	// Decide relays the owner's decision to the bridge and records it.
 	Decide(ctx context.Context, actor *chat.User, id, decision, hash string) (*chat.Approval, error)
-	// MemberLeft voids pending approvals of turns the departed member steered.
-	MemberLeft(ctx context.Context, roomName, user string)
-	// AgentRemoved voids pending approvals of the agent's turns in the room.
-	AgentRemoved(ctx context.Context, roomName, handle string)
 	// PairCommand is the exact command an owner runs to pair a bridge.
 	PairCommand(token string) string
 	// NATSURL is where bridges connect.
 	NATSURL() string
-	// BridgeRevoked disconnects a revoked bridge that is still connected.
-	BridgeRevoked(ctx context.Context, bridgeID string)
 }
 
 func (s *Server) agentRoutes(mux *http.ServeMux) {
@@ -164,9 +158,6 @@ func (s *Server) deleteRoomAgent(w http.ResponseWriter, r *http.Request, u *chat
 	if err := s.rooms.RemoveAgent(r.Context(), u, roomName, handle); err != nil {
 		return err
 	}
-	if s.agents != nil {
-		s.agents.AgentRemoved(r.Context(), roomName, handle)
-	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -294,9 +285,6 @@ func (s *Server) getBridges(w http.ResponseWriter, r *http.Request, u *chat.User
 func (s *Server) deleteBridge(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	if err := s.rooms.RevokeBridge(r.Context(), u, r.PathValue("id")); err != nil {
 		return err
-	}
-	if s.agents != nil {
-		s.agents.BridgeRevoked(r.Context(), r.PathValue("id"))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

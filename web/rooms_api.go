@@ -95,9 +95,6 @@ func (s *Server) deleteMember(w http.ResponseWriter, r *http.Request, u *chat.Us
 	if err := s.rooms.RemoveMember(r.Context(), u, roomName, user); err != nil {
 		return err
 	}
-	if s.agents != nil {
-		s.agents.MemberLeft(r.Context(), roomName, strings.TrimPrefix(strings.ToLower(user), "@"))
-	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -182,14 +179,14 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *chat.Use
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	m, err := s.rooms.Post(r.Context(), u, r.PathValue("room"), in.Text)
+	m, err := s.rooms.Post(r.Context(), u, r.PathValue("room"), in.Text, in.Turns)
 	if err != nil {
 		return err
 	}
 	s.metrics.posts.Inc()
 	out := map[string]any{"message": m}
 	if s.agents != nil && hasAgentMention(m) {
-		out["receipts"] = s.agents.Deliver(r.Context(), u, m, in.Turns)
+		out["receipts"] = s.agents.AwaitReceipts(r.Context(), m)
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil

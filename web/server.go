@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
@@ -170,7 +172,14 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Ready != nil {
 			if err := s.cfg.Ready(); err != nil {
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+				// A short reason code for the world; the detail is logged.
+				reason := "not-ready"
+				var f *eventlog.Failure
+				if errors.As(err, &f) {
+					reason = f.Reason
+				}
+				s.log.Warn("not ready", "reason", reason, "err", err)
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason})
 				return
 			}
 		}

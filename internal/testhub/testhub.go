@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -221,10 +222,26 @@ func (c *Client) Post(room, text string) int64 {
 // WaitFor polls cond until it holds or the deadline passes.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	CheckFor(t, d, what, func() error {
+		if cond() {
+			return nil
+		}
+		return errors.New("not yet")
+	})
+}
+
+// CheckFor polls check until it returns nil or the deadline passes; on
+// timeout it reports the last error (what was still wrong).
+func CheckFor(t testing.TB, d time.Duration, what string, check func() error) {
+	t.Helper()
 	deadline := time.Now().Add(d)
-	for !cond() {
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
+			t.Fatalf("timed out after %s waiting for %s: %v", d, what, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
