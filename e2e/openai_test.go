@@ -148,6 +148,9 @@ func TestOpenAIHarness(t *testing.T) {
 		if got := agentMessages(t, ot.bob, "dev", "alice/local"); len(got) != 1 {
 			t.Fatalf("the reply is one message, got %q", got)
 		}
+		if rc := receipt(t, ot.bob, "dev", lastMessage(t, ot.bob, "@alice/local say hello please"), "alice/local", "done", "failed"); rc["status"] != "done" {
+			t.Fatalf("receipt %v, want done", rc)
+		}
 		waitStatus(t, ot.alice, "alice/local", "idle")
 	})
 
@@ -283,20 +286,26 @@ func TestOpenAIHarness(t *testing.T) {
 		waitStatus(t, ot.alice, "alice/local", "idle")
 	})
 
-	t.Run("EndpointDownRejectsWithReason", func(t *testing.T) {
-		id, rs := post(t, ot.bob, "dev", "@alice/off are you there?", nil)
-		rc := rs[0]
-		if rc["status"] != "rejected" {
-			rc = receipt(t, ot.bob, "dev", id, "alice/off", "rejected", "started")
+	t.Run("EndpointDownFailsTheTurnAndTheReceiptSaysWhy", func(t *testing.T) {
+		id, _ := post(t, ot.bob, "dev", "@alice/off are you there?", nil)
+		rc := receipt(t, ot.bob, "dev", id, "alice/off", "failed", "done", "rejected", "interrupted")
+		if rc["status"] != "failed" || !strings.Contains(rc["detail"].(string), "the model endpoint at http://127.0.0.1:") ||
+			!strings.Contains(rc["detail"].(string), "is unreachable") {
+			t.Fatalf("receipt %v, want failed: the endpoint is unreachable", rc)
 		}
-		if rc["status"] != "rejected" || rc["reason"] != "agent-failed" || !strings.Contains(rc["detail"].(string), "is unreachable") {
-			t.Fatalf("receipt %v, want rejected: agent-failed, the endpoint is unreachable", rc)
+		if d := oaiTurnEnded(t, ot.alice, "alice/off", rc["turnId"].(string)); d["status"] != "failed" || !strings.Contains(d["reason"].(string), "is unreachable") {
+			t.Fatalf("turn ended %v", d)
 		}
+		waitStatus(t, ot.alice, "alice/off", "idle")
 	})
 
 	t.Run("EndpointDownMidTurnFailsWithReason", func(t *testing.T) {
 		ot.flakyStub.Push(stubmodel.ChatReply{ToolCalls: []stubmodel.ChatToolCall{oaiCall("run_command", `{"command":"true"}`)}})
-		turn := ot.start(t, ot.alice, "alice/flaky", "@alice/flaky run true")
+		msg, rs := post(t, ot.alice, "dev", "@alice/flaky run true", nil)
+		turn, _ := rs[0]["turnId"].(string)
+		if turn == "" {
+			turn, _ = receipt(t, ot.alice, "dev", msg, "alice/flaky", "started")["turnId"].(string)
+		}
 		p := oaiPendingApproval(t, ot.alice, "alice/flaky", turn)
 		ot.flakyStub.Close()
 		codexDecide(t, ot.alice, 200, p, "approve", p["payloadHash"].(string))
@@ -305,6 +314,9 @@ func TestOpenAIHarness(t *testing.T) {
 			t.Fatalf("turn ended %v", d)
 		}
 		waitAgentSays(t, ot.alice, "dev", "alice/flaky", "turn failed: the model endpoint")
+		if rc := receipt(t, ot.alice, "dev", msg, "alice/flaky", "failed", "done"); rc["status"] != "failed" || !strings.Contains(rc["detail"].(string), "is unreachable") {
+			t.Fatalf("receipt %v", rc)
+		}
 		waitStatus(t, ot.alice, "alice/flaky", "idle")
 	})
 }
@@ -312,4 +324,20 @@ func TestOpenAIHarness(t *testing.T) {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// lastMessage returns the id of the newest message in dev with text.
+func lastMessage(t *testing.T, c *testhub.Client, text string) int64 {
+	t.Helper()
+	r := c.Must(200, "GET", "/api/v1/rooms/dev/messages?limit=200", nil)
+	var id int64
+	for _, m := range testhub.AsList(r.Body["messages"]) {
+		if m["text"] == text {
+			id = int64(m["id"].(float64))
+		}
+	}
+	if id == 0 {
+		t.Fatalf("no message %q", text)
+	}
+	return id
 }

@@ -378,12 +378,12 @@ func TestInterrupt(t *testing.T) {
 }
 
 func TestEndpointFailures(t *testing.T) {
-	t.Run("DownAtStartTurn", func(t *testing.T) {
+	t.Run("DownAtTheFirstCall", func(t *testing.T) {
 		r := newRig(t, nil)
 		r.stub.Close()
-		_, err := r.h.StartTurn(context.Background(), bridge.Input{Text: "hi"})
-		if err == nil || !contains(err.Error(), "the model endpoint at "+r.stub.URL()+" is unreachable", "refused") {
-			t.Fatalf("err = %v", err)
+		_, end := r.run("hi")
+		if end.Status != "failed" || !contains(end.Text, "the model endpoint at "+r.stub.URL()+" is unreachable", "refused") {
+			t.Fatalf("end %+v", end)
 		}
 	})
 	t.Run("DownMidTurn", func(t *testing.T) {
