@@ -17,7 +17,7 @@ import (
 // is). Interrupt ends the running turn; the harness still emits EventTurnEnded
 // with status "interrupted".
 type Harness interface {
-	// Kind names the harness ("demo", "exec", "codex", "claude", "claude-attach").
+	// Kind names the harness ("demo", "exec", "codex", "claude", "claude-attach", "openai").
 	Kind() string
 	// CanSteer reports whether input can reach a running turn.
 	CanSteer() bool
