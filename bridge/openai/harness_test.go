@@ -257,6 +257,20 @@ func TestGatedTools(t *testing.T) {
 			t.Fatalf("README.md = %q", b)
 		}
 	})
+	t.Run("TooLargeToApprove", func(t *testing.T) {
+		r := newRig(t, nil)
+		r.gate.auto = boolp(true)
+		huge := strings.Repeat("\x01", 60<<10) // 6 bytes each as JSON
+		r.stub.Push(tools(call("write_file", map[string]any{"path": "big.bin", "content": huge})), text("ok"))
+		r.run("write it")
+		req := r.stub.WaitRequest(t, 2, waitTimeout)
+		if got := result(t, req, "call_stub_1_0"); !strings.Contains(got, "more than the 256 KiB an approval can carry") {
+			t.Fatalf("result %q", got)
+		}
+		if len(r.gate.asked()) != 0 {
+			t.Fatal("asked the owner for a call the hub would refuse")
+		}
+	})
 	t.Run("RunCommand", func(t *testing.T) {
 		r := newRig(t, nil)
 		r.gate.auto = boolp(true)

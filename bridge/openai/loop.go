@@ -174,7 +174,7 @@ func (r *turnRun) ask(step int) (completion, error) {
 			return
 		}
 		if v := strings.TrimSpace(visibleText(text.String())); v != "" && v != shown {
-			h.sink(bridge.Event{Kind: bridge.EventMessage, TurnID: r.t.id, ItemID: itemID, Partial: true, Text: v})
+			h.sink(bridge.Event{Kind: bridge.EventMessage, TurnID: r.t.id, ItemID: itemID, Partial: true, Text: roomText(v)})
 			shown, last = v, time.Now()
 		}
 	}
@@ -184,7 +184,7 @@ func (r *turnRun) ask(step int) (completion, error) {
 		// What the room saw of an answer cut short ends as a message, and
 		// stays in the conversation.
 		if v := strings.TrimSpace(visibleText(text.String())); v != "" {
-			h.sink(bridge.Event{Kind: bridge.EventMessage, TurnID: r.t.id, ItemID: itemID, Text: v})
+			h.sink(bridge.Event{Kind: bridge.EventMessage, TurnID: r.t.id, ItemID: itemID, Text: roomText(v)})
 			r.add(histMessage{chatMessage: chatMessage{Role: "assistant", Content: text.String()}})
 		}
 		r.count(nil, estimate, text.Len())
@@ -196,7 +196,7 @@ func (r *turnRun) ask(step int) (completion, error) {
 		content += "\n\n(cut off: the model reached its output limit)"
 	}
 	if v := strings.TrimSpace(visibleText(content)); v != "" {
-		h.sink(bridge.Event{Kind: bridge.EventMessage, TurnID: r.t.id, ItemID: itemID, Text: v})
+		h.sink(bridge.Event{Kind: bridge.EventMessage, TurnID: r.t.id, ItemID: itemID, Text: roomText(v)})
 	}
 	// The history keeps what the model said, without inline reasoning (and
 	// nothing for an empty answer, which some servers refuse to be sent).
@@ -205,6 +205,16 @@ func (r *turnRun) ask(step int) (completion, error) {
 	}
 	r.save()
 	return comp, nil
+}
+
+// roomText bounds a message for the hub, which refuses a turn event with
+// more than wire.MaxText of text.
+func roomText(s string) string {
+	const note = "\n\n… (the rest of this answer is too long for the room)"
+	if len(s) <= wire.MaxText {
+		return s
+	}
+	return clip([]byte(s), wire.MaxText-len(note)-4) + note
 }
 
 // count adds a call's tokens to the turn: the endpoint's count when it

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 func readEvents(r io.Reader) ([]sseEvent, error) {
@@ -241,4 +243,14 @@ func FuzzSSEStream(f *testing.F) {
 			a.result(func() string { return "id" })
 		}
 	})
+}
+
+func TestRoomTextFitsTheWire(t *testing.T) {
+	long := strings.Repeat("é", wire.MaxText)
+	if got := roomText(long); len(got) > wire.MaxText || !strings.HasSuffix(got, "too long for the room)") {
+		t.Fatalf("%d bytes", len(got))
+	}
+	if roomText("short") != "short" {
+		t.Fatal("a short text changed")
+	}
 }

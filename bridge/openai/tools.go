@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // Tool names, as the model calls them and as approvals name them (the
@@ -37,6 +39,7 @@ const (
 	maxWriteBytes     = 128 << 10 // the approval carries the content; NATS messages are 1 MiB
 	maxPatchBytes     = 128 << 10
 	maxAskDiff        = 64 << 10
+	maxAskSummary     = 4 << 10
 )
 
 // toolDef is a function the model may call.
@@ -218,8 +221,21 @@ func (e *toolEnv) gated(ctx context.Context, call bridge.ToolCall, summary, askS
 	if e.gate == nil {
 		return toolError(summary+": not run", "not run: this agent has no approval gate, so nothing with side effects can run")
 	}
+	// The hub refuses an approval request over its limits; say so here,
+	// where the model can still split the call.
+	_, canonical, err := authz.PayloadHash(call.Tool, call.Args)
+	if err != nil {
+		return toolError(summary+": not run", "not run: the call cannot be approved as written: %v", err)
+	}
+	if len(canonical) > wire.MaxPayload {
+		return toolError(summary+": too large", "not run: the call is %d KiB as JSON, more than the %d KiB an approval can carry; split it into smaller calls",
+			len(canonical)>>10, wire.MaxPayload>>10)
+	}
 	if len(diff) > maxAskDiff {
 		diff = clip([]byte(diff), maxAskDiff) + "\n… (diff cut for display; the approval covers the whole call)\n"
+	}
+	if len(askSummary) > maxAskSummary {
+		askSummary = clip([]byte(askSummary), maxAskSummary)
 	}
 	grant, err := e.gate.Ask(ctx, bridge.ApprovalAsk{TurnID: e.turnID, Call: call, Summary: askSummary, Diff: diff})
 	if ctx.Err() != nil {
