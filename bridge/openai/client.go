@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"sync"
 	"time"
@@ -122,17 +123,7 @@ func (c *client) send(ctx context.Context, body []byte, onText func(string)) (co
 	// The request lives until the answer is read; a stall of idle ends it.
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	hr, err := http.NewRequestWithContext(rctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return completion{}, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "text/event-stream")
-	hr.Header.Set("User-Agent", "wheelhouse")
-	if c.apiKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
-	resp, err := c.http.Do(hr)
+	resp, err := c.do(rctx, body)
 	if err != nil {
 		if ctx.Err() != nil {
 			return completion{}, ctx.Err()
@@ -189,6 +180,31 @@ func (c *client) send(ctx context.Context, body []byte, onText func(string)) (co
 }
 
 var errIdle = errors.New("idle")
+
+// do posts body. A kept-alive connection the server closed meanwhile (it
+// restarted, or dropped idle connections) fails before any answer; the
+// request then goes once more, on a new connection: nothing was answered,
+// so nothing is repeated.
+func (c *client) do(ctx context.Context, body []byte) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		reused := false
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+		hr, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.endpoint, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		hr.Header.Set("Content-Type", "application/json")
+		hr.Header.Set("Accept", "text/event-stream")
+		hr.Header.Set("User-Agent", "wheelhouse")
+		if c.apiKey != "" {
+			hr.Header.Set("Authorization", "Bearer "+c.apiKey)
+		}
+		resp, err := c.http.Do(hr)
+		if err == nil || attempt > 0 || !reused || ctx.Err() != nil {
+			return resp, err
+		}
+	}
+}
 
 func unwrapURL(err error) error {
 	var ue *url.Error
