@@ -32,8 +32,16 @@ type Config struct {
 	Out io.Writer
 	// ControlSocket is the local socket for `wheelhouse approve` ("" = none).
 	ControlSocket string
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// CallTimeout bounds every call into a harness (default
+	// DefaultCallTimeout); the hub waits for a steer's answer this long
+	// past its deadline.
+	CallTimeout time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
+
+	// JournalDir holds each agent's append-only journal (JournalPath); ""
+	// keeps none. `bridge run` uses DefaultJournalDir.
+	JournalDir string
 }
 
 // Bridge is the per-machine daemon.
@@ -54,6 +62,8 @@ type Bridge struct {
 	liveMu   sync.Mutex
 	lastTick time.Time // the heartbeat loop's last run (wall clock)
 	cutoff   bool      // a gap was seen; cleared by the next announce
+
+	announcing, reannounceAgain atomic.Bool
 }
 
 // hubNow is the hub's clock as this bridge best knows it.
@@ -73,6 +83,9 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
 	b := &Bridge{cfg: cfg, log: cfg.Logger, agents: map[string]*runner{}, stop: make(chan struct{})}
 	for _, ac := range cfg.Agents {
 		f, ok := cfg.Harnesses[ac.Harness]
@@ -87,12 +100,25 @@ func New(cfg Config) (*Bridge, error) {
 		r := newRunner(b, ac, pol)
 		h, err := f(Deps{Agent: ac, Gate: r.gate, Events: r.onEvent, Log: b.log.With("agent", ac.Name)})
 		if err != nil {
+			b.closeJournals()
 			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 		}
 		r.h = h
 		b.agents[ac.Name] = r
+		if cfg.JournalDir != "" {
+			if r.jr, err = openJournal(JournalPath(cfg.JournalDir, cfg.Creds.Owner, ac.Name), cfg.Now); err != nil {
+				b.closeJournals()
+				return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
+			}
+		}
 	}
 	return b, nil
+}
+
+func (b *Bridge) closeJournals() {
+	for _, r := range b.agents {
+		r.jr.close()
+	}
 }
 
 func keys[V any](m map[string]V) []string {
@@ -172,6 +198,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 		} else {
 			b.printf("@%s/%s ready (%s)", b.cfg.Creds.Owner, r.cfg.Name, r.h.Kind())
 		}
+		for _, note := range GatingNotes(r.h, r.getPolicy()) {
+			b.printf("@%s/%s: %s", b.cfg.Creds.Owner, r.cfg.Name, note)
+		}
 	}
 	if err := b.announce(ctx); err != nil {
 		b.closeAgents()
@@ -200,13 +229,13 @@ func (b *Bridge) Run(ctx context.Context) error {
 			b.shutdown()
 			return nil
 		case <-connected:
-			b.reannounce(ctx)
+			b.reannounceAsync(ctx)
 		case <-t.C:
 			if b.tick() {
 				// This process did not run for a while (stopped, asleep):
 				// the hub may have declared it offline and ended its work.
 				b.printf("this bridge was not running for a while; checking with the hub before delivering anything queued")
-				b.reannounce(ctx)
+				b.reannounceAsync(ctx)
 			}
 		}
 	}
@@ -235,12 +264,42 @@ func (b *Bridge) cutOff() bool {
 	return b.cutoff || (!b.lastTick.IsZero() && time.Now().Round(0).Sub(b.lastTick) > wire.OfflineAfter/2)
 }
 
-// reannounce tells the hub this bridge's agents again (after a reconnect
-// or a gap), then lets queued work go on.
-func (b *Bridge) reannounce(ctx context.Context) {
-	if err := b.announce(ctx); err != nil {
-		b.log.Warn("announce failed", "err", err)
+// reannounceAsync re-announces off the heartbeat loop (heartbeats must go
+// on while the hub is slow to answer), one at a time, retrying until it
+// succeeds or a newer one takes over.
+func (b *Bridge) reannounceAsync(ctx context.Context) {
+	if !b.announcing.CompareAndSwap(false, true) {
+		b.reannounceAgain.Store(true)
 		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer b.announcing.Store(false)
+		for {
+			b.reannounceAgain.Store(false)
+			if b.reannounce(ctx) && !b.reannounceAgain.Load() {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-b.stop:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// reannounce tells the hub this bridge's agents again (after a reconnect
+// or a gap), then lets queued work go on. It reports success.
+func (b *Bridge) reannounce(ctx context.Context) bool {
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := b.announce(actx); err != nil {
+		b.log.Warn("announce failed; retrying", "err", err)
+		return false
 	}
 	b.liveMu.Lock()
 	b.cutoff = false
@@ -249,6 +308,7 @@ func (b *Bridge) reannounce(ctx context.Context) {
 		b.wg.Add(1)
 		go func() { defer b.wg.Done(); r.deliverQueued() }()
 	}
+	return true
 }
 
 func (b *Bridge) shutdown() {
@@ -272,7 +332,7 @@ func (b *Bridge) closeAgents() {
 }
 
 func (b *Bridge) announce(ctx context.Context) error {
-	a := wire.Announce{Version: wire.Version}
+	a := wire.Announce{Version: wire.Version, CallTimeout: wire.Duration(b.cfg.CallTimeout)}
 	for _, r := range b.agents {
 		a.Agents = append(a.Agents, r.info())
 	}
@@ -361,6 +421,7 @@ func (b *Bridge) onSteer(m *nats.Msg) {
 	ok := r.submit(func() {
 		rc := r.steer(st)
 		rc.SteerID, rc.Agent, rc.At = st.ID, st.Agent, b.cfg.Now().UTC()
+		r.journalSteer(st, rc)
 		respond(m, rc)
 		b.heartbeat()
 	})

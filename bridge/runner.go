@@ -19,6 +19,7 @@ type runner struct {
 	cfg  AgentConfig
 	h    Harness
 	gate *gate
+	jr   *journal // nil: no journal
 
 	op sync.Mutex // serializes steers and turn starts
 
@@ -29,6 +30,7 @@ type runner struct {
 	turnID    string
 	turnRoom  string
 	steeredBy []string
+	data      []string // kinds of data (pasted, quoted, peer-agent) that reached the turn
 	steers    int
 	lastEnded string
 	endedAt   time.Time
@@ -53,9 +55,9 @@ const (
 	// workQueue bounds the steers waiting for one agent; more are refused
 	// at once rather than blocking the others.
 	workQueue = 64
-	// callTimeout bounds every call into a harness: a hung harness fails
-	// that call, never the bridge.
-	callTimeout = 10 * time.Second
+	// DefaultCallTimeout bounds every call into a harness: a hung harness
+	// fails that call, never the bridge.
+	DefaultCallTimeout = 10 * time.Second
 	// deadlineMargin is how long before a steer's deadline the bridge
 	// stops acting on it (for the uncertainty in the hub's clock).
 	deadlineMargin = 250 * time.Millisecond
@@ -120,8 +122,8 @@ func (r *runner) recall(id string) (wire.Receipt, bool) {
 }
 
 // callCtx bounds one call into the harness.
-func callCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), callTimeout)
+func (r *runner) callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), r.b.cfg.CallTimeout)
 }
 
 func (r *runner) handle() string { return "@" + r.b.cfg.Creds.Owner + "/" + r.cfg.Name }
@@ -175,16 +177,25 @@ func (r *runner) steer(st wire.Steer) wire.Receipt {
 	if rc, ok := r.recall(st.ID); ok {
 		return rc // the hub sent it again: same answer, nothing done twice
 	}
-	rc := r.deliver(st)
-	r.remember(st.ID, rc)
+	rc, acted := r.deliver(st)
+	if acted {
+		r.remember(st.ID, rc)
+	}
 	return rc
 }
 
-func (r *runner) deliver(st wire.Steer) wire.Receipt {
+// deliver handles a steer; acted is false when it was refused for arriving
+// late (the hub may send it again with a new deadline, and that copy must
+// be judged afresh).
+func (r *runner) deliver(st wire.Steer) (rc wire.Receipt, acted bool) {
 	if late := r.b.hubNow().Sub(st.Deadline.Add(-deadlineMargin)); late > 0 {
 		r.b.printf("refused @%s's message for %s: it arrived %s after its deadline (the hub has told the sender it expired)", st.Sender, r.handle(), late.Round(time.Millisecond))
-		return wire.Receipt{Status: wire.StatusExpired, Reason: wire.ReasonExpired, Detail: "the agent's machine received the message after its deadline; nothing was done with it"}
+		return wire.Receipt{Status: wire.StatusExpired, Reason: wire.ReasonExpired, Detail: "the agent's machine received the message after its deadline; nothing was done with it"}, false
 	}
+	return r.decide(st), true
+}
+
+func (r *runner) decide(st wire.Steer) wire.Receipt {
 	pol := r.getPolicy()
 	d := authz.BridgeAccepts(authz.BridgeCheck{Owner: r.b.cfg.Creds.Owner, SteerOwner: st.Owner, Sender: st.Sender,
 		SenderIsOwner: st.SenderIsOwner, SenderIsAgent: st.SenderIsAgent, Address: pol.Address, Allowed: pol.Allowed,
@@ -199,7 +210,8 @@ func (r *runner) deliver(st wire.Steer) wire.Receipt {
 		}
 		return wire.Receipt{Status: wire.StatusSteered, Detail: "stopped the running turn"}
 	}
-	in := Input{Text: authz.Envelope(provenance(st)), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner}
+	data, needsStrict := r.inputTaint(st)
+	in := Input{Text: authz.Envelope(provenance(st)), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, Strict: needsStrict}
 
 	r.op.Lock()
 	defer r.op.Unlock()
@@ -225,6 +237,7 @@ func (r *runner) deliver(st wire.Steer) wire.Receipt {
 		}
 	}
 	mode := authz.SteerMode(authz.ModeCheck{Busy: busy, CanSteer: r.h.CanSteer(), SteeringEnabled: pol.Steering, SteersThisTurn: steers, MaxSteers: pol.MaxSteers})
+	mode = r.strictMode(mode, needsStrict, turn)
 	switch mode.Action {
 	case authz.ActionStart:
 		return r.start(st, in)
@@ -237,7 +250,8 @@ func (r *runner) deliver(st wire.Steer) wire.Receipt {
 			r.steeredBy = append(r.steeredBy, st.Sender)
 		}
 		r.mu.Unlock()
-		ctx, cancel := callCtx()
+		r.noteData(data) // likewise what the message carried besides its sender's words
+		ctx, cancel := r.callCtx()
 		err := r.h.Steer(ctx, turn, in)
 		cancel()
 		switch {
@@ -257,22 +271,27 @@ func (r *runner) deliver(st wire.Steer) wire.Receipt {
 			r.clearTurn(turn, "completed")
 			return r.start(st, in)
 		case errors.Is(err, context.DeadlineExceeded):
-			return reject(wire.ReasonAgentFailed, fmt.Sprintf("the agent did not take the message within %s", callTimeout))
+			return reject(wire.ReasonAgentFailed, fmt.Sprintf("the agent did not take the message within %s", r.b.cfg.CallTimeout))
 		default:
 			return reject(wire.ReasonAgentFailed, err.Error())
 		}
 	case authz.ActionQueue:
-		return r.enqueue(st, in, pol)
+		rc := r.enqueue(st, in, pol)
+		if in.Strict && mode.Message != "" && rc.Status == wire.StatusQueued {
+			rc.Detail = mode.Message // says why it waits and how it will run
+		}
+		return rc
 	default:
 		return reject(mode.Reason, mode.Message)
 	}
 }
 
 func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
+	data, _ := r.inputTaint(st)
 	r.mu.Lock()
-	r.turnRoom, r.steeredBy, r.steers = st.Room, []string{st.Sender}, 1
+	r.turnRoom, r.steeredBy, r.data, r.steers = st.Room, []string{st.Sender}, data, 1
 	r.mu.Unlock()
-	ctx, cancel := callCtx()
+	ctx, cancel := r.callCtx()
 	id, err := r.h.StartTurn(ctx, in)
 	cancel()
 	if errors.Is(err, ErrBusy) {
@@ -280,10 +299,13 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 	}
 	if err != nil {
 		r.mu.Lock()
-		r.turnRoom, r.steeredBy, r.steers = "", nil, 0
+		r.turnRoom, r.steeredBy, r.data, r.steers = "", nil, nil, 0
 		r.mu.Unlock()
+		if errors.Is(err, ErrNotStrict) {
+			return reject(wire.ReasonNotAllowed, err.Error())
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return reject(wire.ReasonAgentFailed, fmt.Sprintf("the agent did not start a turn within %s", callTimeout))
+			return reject(wire.ReasonAgentFailed, fmt.Sprintf("the agent did not start a turn within %s", r.b.cfg.CallTimeout))
 		}
 		return reject(wire.ReasonAgentFailed, "the agent could not start a turn: "+err.Error())
 	}
@@ -292,6 +314,7 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 		r.turnID, r.status = id, wire.AgentWorking
 	}
 	r.mu.Unlock()
+	r.journalTurn(id, "started")
 	r.b.printf("started %s turn %s for @%s in %s", r.handle(), id, st.Sender, st.Room)
 	r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: id, Kind: wire.TurnStarted, Room: st.Room, At: r.b.cfg.Now().UTC()})
 	return wire.Receipt{Status: wire.StatusStarted, TurnID: id}
@@ -367,7 +390,7 @@ func (r *runner) clearTurn(turn, status string) bool {
 		return false
 	}
 	r.lastEnded, r.endedAt = turn, r.b.cfg.Now()
-	r.turnID, r.steeredBy, r.steers, r.stopper = "", nil, 0, ""
+	r.turnID, r.steeredBy, r.data, r.steers, r.stopper = "", nil, nil, 0, ""
 	if r.status != wire.AgentFailed {
 		r.status = wire.AgentIdle
 	}
@@ -385,7 +408,7 @@ func (r *runner) interrupt(by string) error {
 		return errors.New("no turn is running")
 	}
 	r.b.printf("@%s stopped %s turn %s", by, r.handle(), turn)
-	ctx, cancel := callCtx()
+	ctx, cancel := r.callCtx()
 	defer cancel()
 	return r.h.Interrupt(ctx, turn)
 }
@@ -422,7 +445,7 @@ func (r *runner) resync(c wire.Control) {
 	r.mu.Lock()
 	r.stopper = ""
 	r.mu.Unlock()
-	ctx, cancel := callCtx()
+	ctx, cancel := r.callCtx()
 	err := r.h.Interrupt(ctx, turn)
 	cancel()
 	if err != nil {
@@ -454,20 +477,22 @@ func (r *runner) onEvent(ev Event) {
 		if !r.clearTurn(ev.TurnID, ev.Status) {
 			return
 		}
+		r.journalTurn(ev.TurnID, "ended "+ev.Status)
 		if ev.Status != wire.TurnInterrupted {
 			by = ""
 		}
 		r.gate.turnEnded(ev.TurnID)
 		r.b.printf("%s turn %s ended: %s", r.handle(), ev.TurnID, ev.Status)
-		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnEnded, Status: endStatus(ev.Status), Text: ev.Text, Room: room, By: by, At: now})
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnEnded, Status: endStatus(ev.Status), Text: ev.Text, Room: room, By: by, At: now, Usage: ev.Usage})
 		r.b.heartbeat()
 		r.b.wg.Add(1)
 		go func() { defer r.b.wg.Done(); r.deliverQueued() }()
 	case EventMessage:
-		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnMessage, Text: ev.Text, Room: room, At: now})
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnMessage, Text: ev.Text, Room: room, At: now, ItemID: ev.ItemID, Partial: ev.Partial})
 	case EventProgress:
 		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnProgress, Text: ev.Text, Room: room, At: now})
 	case EventTool:
+		r.journalTool(ev.TurnID, ev.Text)
 		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnTool, Text: ev.Text, Room: room, At: now})
 	case EventFailed:
 		r.mu.Lock()
@@ -525,6 +550,7 @@ func (r *runner) close() {
 	if r.h != nil {
 		r.h.Close()
 	}
+	r.jr.close()
 	r.mu.Lock()
 	r.status, r.turnID = wire.AgentOffline, ""
 	r.mu.Unlock()

@@ -75,6 +75,9 @@ type Approval struct {
 	PayloadHash string    `json:"payloadHash"`
 	SteeredBy   []string  `json:"steeredBy"`
 	Tainted     bool      `json:"tainted"`
+	DataTainted bool      `json:"dataTainted"`
+	Data        []string  `json:"data"`    // kinds of pasted/quoted/peer data that reached the turn
+	Sandbox     string    `json:"sandbox"` // where the call runs, as the bridge states it
 	Status      string    `json:"status"`
 	DecidedBy   string    `json:"decidedBy,omitempty"`
 	Reason      string    `json:"reason,omitempty"`

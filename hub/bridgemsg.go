@@ -109,6 +109,7 @@ func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wi
 		l.presence[b.ID] = p
 	}
 	p.lastSeen = time.Now()
+	p.callTimeout = a.CallTimeout.D()
 	l.mu.Unlock()
 	ack.HubTime = l.rooms.Now().UTC()
 	return ack
@@ -130,6 +131,9 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) erro
 	if err != nil || a.Bridge != b.ID {
 		return wh.Errorf(wh.EForbidden, "this bridge does not run @%s", handle)
 	}
+	if te.Partial {
+		return nil // a streamed message is posted when it is final (no in-place edits yet)
+	}
 	if te.Kind == wire.TurnEnded && a.TurnID != te.TurnID && !l.sawTurn(b.ID, te.Agent, te.TurnID) {
 		known, err := l.rooms.TurnKnown(ctx, a.ID, te.TurnID)
 		if err != nil {
@@ -139,13 +143,18 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) erro
 			return wh.Errorf(wh.EConflict, "turn %s of @%s never started", te.TurnID, handle)
 		}
 	}
+	if te.Kind == wire.TurnTool { // into the audited timeline too: what ran, and what was refused
+		if err := l.rooms.RecordTurn(ctx, handle, te, "", ""); err != nil {
+			l.log.Warn("recording a tool event failed", "agent", handle, "err", err)
+		}
+	}
 	switch te.Kind {
 	case wire.TurnStarted, wire.TurnEnded:
 		reason := ""
 		if te.Kind == wire.TurnEnded && te.Status == wire.TurnFailed {
 			reason = te.Text
 			if len(reason) > 500 {
-				reason = reason[:500] + "…"
+				reason = strings.ToValidUTF8(reason[:500], "") + "…"
 			}
 		}
 		if err := l.rooms.RecordTurn(ctx, handle, te, te.By, reason); err != nil && wh.ErrorCode(err) != wh.EConflict {

@@ -10,6 +10,7 @@ import (
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/room"
 	"github.com/wheelhouse-dev/wheelhouse/web"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
@@ -90,6 +91,10 @@ func (l *Link) PolicyChanged(ctx context.Context, a *chat.Agent) {
 // then records it.
 func (l *Link) Decide(ctx context.Context, actor *chat.User, id, decision, hash string) (*chat.Approval, error) {
 	p, err := l.rooms.CheckDecision(ctx, actor, id, hash)
+	if wh.ErrorReason(err) == authz.ReasonAlreadyDecided && room.Retried(ctx) && p != nil && p.DecidedBy == actor.Name &&
+		p.Status == decisionState(decision) && strings.EqualFold(p.PayloadHash, hash) {
+		return p, nil // a retry (same Idempotency-Key) of the decision: the first answer
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +102,7 @@ func (l *Link) Decide(ctx context.Context, actor *chat.User, id, decision, hash 
 	if err != nil {
 		return nil, err
 	}
-	d := wire.Decision{ApprovalID: id, Agent: a.Name, Decision: decision, PayloadHash: hash, By: actor.Name}
+	d := wire.Decision{ApprovalID: id, Agent: a.Name, Decision: decision, PayloadHash: hash, By: actor.Name, TimelineHead: l.timelineHead(ctx, a.ID)}
 	var ack wire.Ack
 	if err := l.request(ctx, a.Bridge, wire.KindDecision, d, &ack, ControlTimeout); err != nil {
 		return nil, err
@@ -140,4 +145,21 @@ func (l *Link) disconnectBridge(ctx context.Context, bridgeID string) {
 	l.mu.Lock()
 	delete(l.presence, bridgeID)
 	l.mu.Unlock()
+}
+
+func decisionState(decision string) string {
+	if decision == "approve" {
+		return wire.ApprovalApproved
+	}
+	return wire.ApprovalDenied
+}
+
+// timelineHead is the agent's newest timeline entry on this node, for the
+// bridge's journal; nil when there is none or it cannot be read.
+func (l *Link) timelineHead(ctx context.Context, agentID int64) *wire.ChainHead {
+	seq, idx, hash, err := l.rooms.TimelineHead(ctx, agentID)
+	if err != nil || hash == "" {
+		return nil
+	}
+	return &wire.ChainHead{Seq: seq, Idx: idx, Hash: hash}
 }

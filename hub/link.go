@@ -29,7 +29,7 @@ const (
 	// steer (its deadline); after it the bridge refuses the steer.
 	DefaultSteerTimeout = 5 * time.Second
 	// bridgeCallTimeout is how long a bridge may take in the harness call
-	// after it began (the bridge's own bound on every harness call).
+	// after it began, unless it announced its own bound.
 	bridgeCallTimeout = 10 * time.Second
 	ControlTimeout    = 5 * time.Second
 	deliverWait       = 1500 * time.Millisecond
@@ -65,6 +65,7 @@ type Link struct {
 	router   jetstream.ConsumeContext
 	stopCh   chan struct{}
 	stopped  bool
+	started  time.Time      // when this node began to hear bridges
 	wg       sync.WaitGroup // handlers and detached work in flight
 }
 
@@ -105,12 +106,24 @@ func (l *Link) enter() bool {
 }
 
 type presence struct {
-	lastSeen time.Time
-	hbAt     time.Time // the bridge's own heartbeat time (dedupe key)
-	agents   map[string]wire.AgentInfo
+	lastSeen    time.Time
+	hbAt        time.Time // the bridge's own heartbeat time (dedupe key)
+	agents      map[string]wire.AgentInfo
+	callTimeout time.Duration // the bridge's bound on a harness call
 	// turns the bridge's heartbeats named lately (agent + turn id), so a
 	// turn the harness started by itself may end.
 	turns map[string]time.Time
+}
+
+// callTimeout is how long past a steer's deadline the hub waits for a
+// bridge's answer.
+func (l *Link) callTimeout(bridgeID string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.presence[bridgeID]; p != nil && p.callTimeout > 0 {
+		return p.callTimeout
+	}
+	return bridgeCallTimeout
 }
 
 type bucket struct {
@@ -136,6 +149,7 @@ func (l *Link) lookupBridge(publicKey string) (string, bool) {
 
 func (l *Link) start(ctx context.Context, h *Hub) error {
 	l.h, l.rooms, l.nc = h, h.rooms, h.nc
+	l.started = time.Now()
 	// One node handles each bridge message (queue group); every node
 	// tracks presence from heartbeats.
 	qs, err := l.nc.QueueSubscribe(wire.HubWildcard, "wheelhouse-hubs", l.handle)

@@ -231,12 +231,19 @@ func (l *Link) send(handle string, s *agentSender) {
 // the bridge's answer — or, when none came by the deadline, that it was
 // not delivered (the bridge never acts on it after the deadline).
 func (l *Link) deliverSteer(o store.Outbound) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.h.cfg.SteerTimeout+bridgeCallTimeout+5*time.Second)
+	a, err := l.rooms.AgentByHandle(context.Background(), o.Agent)
+	wait := l.h.cfg.SteerTimeout + bridgeCallTimeout + 2*time.Second
+	if err == nil {
+		wait = l.h.cfg.SteerTimeout + l.callTimeout(a.Bridge) + 2*time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait+5*time.Second)
 	defer cancel()
-	a, err := l.rooms.AgentByHandle(ctx, o.Agent)
 	if err != nil {
 		l.finish(ctx, o, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonUnknownAgent, Detail: "there is no agent @" + o.Agent})
 		return
+	}
+	if a.Bridge != "" && !l.online(a.Bridge) {
+		l.awaitPresence(ctx, a.Bridge)
 	}
 	if a.Bridge == "" || !l.online(a.Bridge) {
 		l.finish(ctx, o, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonAgentOffline,
@@ -251,12 +258,13 @@ func (l *Link) deliverSteer(o store.Outbound) {
 	now := l.rooms.Now()
 	st := wire.Steer{ID: o.SteerID, Agent: a.Name, Owner: a.Owner, Room: o.Room, RoomKind: roomKind(o.Room), MessageID: o.MessageID,
 		Sender: o.Sender, SenderIsOwner: o.Sender == a.Owner, SentAt: o.SentAt, Text: o.Text, Stop: o.Stop, ExpectedTurn: o.ExpectedTurn,
-		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC()}
+		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: l.timelineHead(ctx, a.ID)}
 	for _, p := range o.Parts {
 		st.Parts = append(st.Parts, wire.Part{Kind: p.Kind, Start: p.Start, End: p.End})
 	}
 	var rc wire.Receipt
-	if err := l.request(ctx, a.Bridge, wire.KindSteer, st, &rc, l.h.cfg.SteerTimeout+bridgeCallTimeout+2*time.Second); err != nil {
+	if err := l.request(ctx, a.Bridge, wire.KindSteer, st, &rc, wait); err != nil {
+		l.log.Info("a steer was not delivered", "steer", st.ID, "agent", o.Agent, "err", err)
 		reason := wh.ErrorReason(err)
 		detail := "the agent's machine did not answer in time; it will not act on the message — send again"
 		if reason == wire.ReasonAgentOffline {
@@ -271,6 +279,21 @@ func (l *Link) deliverSteer(o store.Outbound) {
 		rc = wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonAgentFailed, Detail: "the agent's bridge answered with something the hub cannot read"}
 	}
 	l.finish(ctx, o, rc)
+}
+
+// awaitPresence gives a bridge one heartbeat's chance to be heard from
+// when this node has just started (it knows no one's presence yet).
+func (l *Link) awaitPresence(ctx context.Context, bridgeID string) {
+	until := l.started.Add(wire.OfflineAfter + time.Second)
+	for time.Now().Before(until) && !l.online(bridgeID) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.stopCh:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // finish records a steer's receipt.

@@ -17,6 +17,11 @@ func (s *Service) RecordApproval(ctx context.Context, handle string, req wire.Ap
 	if len(req.Diff) > 64<<10 {
 		req.Diff = req.Diff[:64<<10] + "\n… (diff truncated)"
 	}
+	if len(req.Sandbox) > 512 {
+		req.Sandbox = req.Sandbox[:512] + "…"
+	}
+	req.Data = authz.MessageDataKinds(req.Data)
+	req.DataTainted = len(req.Data) > 0
 	_, err := s.append(ctx, chat.EvApprovalRequested, chat.ApprovalRequested{ApprovalRequest: req, Handle: handle})
 	return err
 }

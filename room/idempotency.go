@@ -40,9 +40,11 @@ func WithIdempotencyKey(ctx context.Context, user, op, key string) (context.Cont
 	return context.WithValue(ctx, idemCtxKey{}, &idemKey{base: "k" + hex.EncodeToString(sum[:16])}), nil
 }
 
-// retried reports whether ctx carries an idempotency key (the caller may be
+// Retried reports whether ctx carries an idempotency key (the caller may be
 // a retry, so answers are read back rather than assumed).
-func retried(ctx context.Context) bool { return ctx.Value(idemCtxKey{}) != nil }
+func Retried(ctx context.Context) bool { return ctx.Value(idemCtxKey{}) != nil }
+
+func retried(ctx context.Context) bool { return Retried(ctx) }
 
 // newEvent builds an event: with an idempotency key in ctx its id derives
 // from the key and the event's place in the request.

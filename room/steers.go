@@ -2,6 +2,7 @@ package room
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/chat"
@@ -25,14 +26,21 @@ func (s *Service) UpdateSteerOnce(ctx context.Context, key string, rc wire.Recei
 }
 
 // RecordTurn stores a turn start or end (by: who stopped it; reason: why it
-// failed).
+// failed), or a tool event of the turn (its command and outcome).
 func (s *Service) RecordTurn(ctx context.Context, handle string, te wire.TurnEvent, by, reason string) error {
 	return s.RecordTurnOnce(ctx, "", handle, te, by, reason)
 }
 
 // RecordTurnOnce is RecordTurn under an idempotency key ("" for a fresh one).
 func (s *Service) RecordTurnOnce(ctx context.Context, key, handle string, te wire.TurnEvent, by, reason string) error {
-	return s.appendOnce(ctx, key, chat.EvTurn, chat.TurnRecorded{Handle: handle, TurnID: te.TurnID, Kind: te.Kind, Status: te.Status, Room: te.Room, By: by, Reason: reason})
+	ev := chat.TurnRecorded{Handle: handle, TurnID: te.TurnID, Kind: te.Kind, Status: te.Status, Room: te.Room, By: by, Reason: reason, Usage: te.Usage}
+	if te.Kind == wire.TurnTool { // a tool event: what ran, or was refused or blocked
+		ev.Text = te.Text
+		if len(ev.Text) > 4<<10 {
+			ev.Text = strings.ToValidUTF8(ev.Text[:4<<10], "") + "…"
+		}
+	}
+	return s.appendOnce(ctx, key, chat.EvTurn, ev)
 }
 
 // appendOnce appends an event, under key when it is not "".

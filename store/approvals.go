@@ -14,20 +14,25 @@ import (
 )
 
 const approvalCols = `p.id, u.name || '/' || a.name, u.name, p.turn_id, p.room, p.tool, p.summary, p.diff, p.payload, p.payload_hash, p.steered_by,
-	p.tainted, p.status, p.decided_by, p.reason, p.expires_at, p.created_at
+	p.tainted, p.status, p.decided_by, p.reason, p.expires_at, p.created_at, p.sandbox, p.data
 	FROM approvals p JOIN agents a ON a.id = p.agent_id JOIN users u ON u.id = a.owner_id`
 
 func scanApproval(sc scanner) (*chat.Approval, error) {
 	var p chat.Approval
-	var steered, exp, at string
+	var steered, exp, at, data string
 	if err := sc.Scan(&p.ID, &p.Agent, &p.Owner, &p.TurnID, &p.Room, &p.Tool, &p.Summary, &p.Diff, &p.Payload, &p.PayloadHash, &steered,
-		&p.Tainted, &p.Status, &p.DecidedBy, &p.Reason, &exp, &at); err != nil {
+		&p.Tainted, &p.Status, &p.DecidedBy, &p.Reason, &exp, &at, &p.Sandbox, &data); err != nil {
 		return nil, err
 	}
 	json.Unmarshal([]byte(steered), &p.SteeredBy)
 	if p.SteeredBy == nil {
 		p.SteeredBy = []string{}
 	}
+	json.Unmarshal([]byte(data), &p.Data)
+	if p.Data == nil {
+		p.Data = []string{}
+	}
+	p.DataTainted = len(p.Data) > 0
 	p.Expires, _ = time.Parse(time.RFC3339Nano, exp)
 	p.At, _ = time.Parse(time.RFC3339Nano, at)
 	return &p, nil
@@ -98,16 +103,24 @@ func applyApprovalRequested(ctx context.Context, tx *sql.Tx, seq uint64, ev chat
 		return nil, err
 	}
 	steered, _ := json.Marshal(chat.NonNilStrings(d.SteeredBy))
-	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, agent_id, turn_id, room, tool, summary, diff, payload, payload_hash, steered_by, tainted, status, expires_at, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`, d.ID, a.ID, d.TurnID, d.Room, d.Tool, d.Summary, d.Diff, d.Payload, d.PayloadHash,
-		string(steered), d.Tainted, ts(d.Expires), ts(ev.At)); err != nil {
+	data, _ := json.Marshal(chat.NonNilStrings(d.Data))
+	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, agent_id, turn_id, room, tool, summary, diff, payload, payload_hash, steered_by, tainted, status, expires_at, created_at, sandbox, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`, d.ID, a.ID, d.TurnID, d.Room, d.Tool, d.Summary, d.Diff, d.Payload, d.PayloadHash,
+		string(steered), d.Tainted, ts(d.Expires), ts(ev.At), d.Sandbox, string(data)); err != nil {
 		if IsConstraint(err) {
 			return nil, wh.Errorf(wh.EConflict, "approval %s already recorded", d.ID)
 		}
 		return nil, err
 	}
-	if err := timelineTx(ctx, tx, seq, a.ID, "approval.requested", d.TurnID, "", map[string]any{"approvalId": d.ID, "tool": d.Tool,
-		"summary": d.Summary, "payloadHash": d.PayloadHash, "steeredBy": chat.NonNilStrings(d.SteeredBy), "tainted": d.Tainted}, ev.At); err != nil {
+	detail := map[string]any{"approvalId": d.ID, "tool": d.Tool,
+		"summary": d.Summary, "payloadHash": d.PayloadHash, "steeredBy": chat.NonNilStrings(d.SteeredBy), "tainted": d.Tainted}
+	if d.Sandbox != "" { // added only when present, so older events render (and hash) as they did
+		detail["sandbox"] = d.Sandbox
+	}
+	if len(d.Data) > 0 {
+		detail["data"] = d.Data
+	}
+	if err := timelineTx(ctx, tx, seq, a.ID, "approval.requested", d.TurnID, "", detail, ev.At); err != nil {
 		return nil, err
 	}
 	return approvalFeedTx(ctx, tx, seq, d.ID, ev.At)

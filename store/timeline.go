@@ -59,3 +59,15 @@ func (s *Store) TimelineOf(ctx context.Context, agentID int64, turnID string) ([
 	}
 	return out, rows.Err()
 }
+
+// TimelineHead is the newest entry of an agent's timeline as this node has
+// applied it (zero before the first). The hub sends it to the bridge with
+// each steer and decision; the bridge journals it, so that a later rewrite
+// of the timeline up to there, or the loss of its tail, shows.
+func (s *Store) TimelineHead(ctx context.Context, agentID int64) (seq uint64, idx int, hash string, err error) {
+	err = s.db.r.QueryRowContext(ctx, `SELECT seq, idx, hash FROM timeline WHERE agent_id = ? ORDER BY seq DESC, idx DESC LIMIT 1`, agentID).Scan(&seq, &idx, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, "", nil
+	}
+	return seq, idx, hash, err
+}

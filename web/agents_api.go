@@ -46,7 +46,7 @@ func (s *Server) agentRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /api/v1/approvals/{id}", s.authed(s.getApproval))
 	mux.Handle("POST /api/v1/approvals/{id}", s.authed(s.postApproval))
 	mux.Handle("POST /api/v1/bridges/pairing-tokens", s.authed(s.postPairingToken))
-	mux.Handle("POST /api/v1/bridges/pair", s.wrap(s.postPair))
+	mux.Handle("POST /api/v1/bridges/pair", s.wrap(noRetryKey(s.postPair)))
 	mux.Handle("GET /api/v1/bridges", s.authed(s.getBridges))
 	mux.Handle("DELETE /api/v1/bridges/{id}", s.authed(s.deleteBridge))
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -109,14 +110,61 @@ func (s *Server) wrap(h handlerFunc) http.Handler {
 	})
 }
 
+// IdempotencyHeader names the client's retry key on creates and posts.
+const IdempotencyHeader = "Idempotency-Key"
+
+// secretRoutes answer with a secret shown once: a retry cannot return the
+// first answer, so they refuse an idempotency key rather than pretend.
+var secretRoutes = map[string]bool{
+	"POST /api/v1/tokens":                 true,
+	"POST /api/v1/bridges/pairing-tokens": true,
+	"POST /api/v1/sessions":               true,
+	"POST /api/v1/setup":                  true,
+	"POST /api/v1/bridges/pair":           true,
+}
+
+// writeTimeout bounds a change a client asked for once it is under way.
+const writeTimeout = 30 * time.Second
+
 func (s *Server) authed(h authedFunc) http.Handler {
 	return s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		u, err := s.user(r)
 		if err != nil {
 			return err
 		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// A change, once asked for, is carried out whether or not the
+			// client waits for the answer: no half-done writes.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), writeTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		if key := r.Header.Get(IdempotencyHeader); key != "" && r.Method != http.MethodGet {
+			if secretRoutes[r.Pattern] {
+				return errSecretRetry
+			}
+			// A retry from the same user of the same request, within the
+			// log's deduplication window, gets the first answer.
+			ctx, err := room.WithIdempotencyKey(r.Context(), u.Name, r.Method+" "+r.URL.Path, key)
+			if err != nil {
+				return err
+			}
+			r = r.WithContext(ctx)
+		}
 		return h(w, r, u)
 	})
+}
+
+var errSecretRetry = wh.Errorf(wh.EInvalid, "this request returns a secret that is shown once, so it cannot be retried with an Idempotency-Key: send it without one (a retry creates another; revoke the spare)")
+
+// noRetryKey refuses an idempotency key on the unauthenticated secret routes.
+func noRetryKey(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if r.Header.Get(IdempotencyHeader) != "" {
+			return errSecretRetry
+		}
+		return h(w, r)
+	}
 }
 
 func secretFrom(r *http.Request) string {
@@ -141,8 +189,8 @@ func (s *Server) routes() http.Handler {
 	api := func(pattern string, h http.Handler) { mux.Handle(pattern, h) }
 
 	api("GET /api/v1/setup", s.wrap(s.getSetup))
-	api("POST /api/v1/setup", s.wrap(s.postSetup))
-	api("POST /api/v1/sessions", s.wrap(s.postSession))
+	api("POST /api/v1/setup", s.wrap(noRetryKey(s.postSetup)))
+	api("POST /api/v1/sessions", s.wrap(noRetryKey(s.postSession)))
 	api("DELETE /api/v1/sessions", s.wrap(s.deleteSession))
 	api("GET /api/v1/me", s.authed(s.getMe))
 	api("GET /api/v1/users", s.authed(s.getUsers))

@@ -23,6 +23,7 @@ const (
 	MaxDetail      = 2 << 10   // a receipt's detail, an update's reason
 	MaxSteeredBy   = 64
 	MaxApprovalTTL = 24 * time.Hour
+	MaxCallTimeout = 5 * time.Minute
 	// ClockSkew is how far a bridge's clock may be from the hub's in the
 	// times it reports.
 	ClockSkew = 24 * time.Hour
@@ -164,6 +165,9 @@ func (a *Announce) Validate() error {
 	if len(a.Agents) > MaxAgents {
 		return invalid("more than %d agents", MaxAgents)
 	}
+	if a.CallTimeout < 0 || a.CallTimeout.D() > MaxCallTimeout {
+		return invalid("call timeout must be between 0 and %s", MaxCallTimeout)
+	}
 	seen := map[string]bool{}
 	for i := range a.Agents {
 		if err := a.Agents[i].Validate(); err != nil {
@@ -254,6 +258,15 @@ func (t *TurnEvent) Validate(now time.Time) error {
 	if err := checkOpt("by", t.By, nameRE); err != nil {
 		return err
 	}
+	if err := checkOpt("item id", t.ItemID, turnIDRE); err != nil {
+		return err
+	}
+	if t.Partial && (t.Kind != TurnMessage || t.ItemID == "") {
+		return invalid("only a message with an item id can be partial")
+	}
+	if u := t.Usage; u != nil && (t.Kind != TurnEnded || u.InputTokens < 0 || u.OutputTokens < 0 || u.ModelCalls < 0) {
+		return invalid("usage belongs to a turn's end and counts from 0")
+	}
 	return checkTime("turn event time", t.At, now)
 }
 
@@ -298,7 +311,26 @@ func (a *ApprovalRequest) Validate(now time.Time) error {
 	if !hashRE.MatchString(a.PayloadHash) {
 		return invalid("payload hash must be 64 lower-case hex digits")
 	}
+	if err := checkText("sandbox", a.Sandbox, MaxDetail); err != nil {
+		return err
+	}
+	if len(a.Data) > 8 {
+		return invalid("more than 8 kinds of data")
+	}
+	for _, k := range a.Data {
+		if !reasonRE.MatchString(k) {
+			return invalid("data kind %q is not valid", clip(k))
+		}
+	}
 	return CheckPayload(a.Tool, a.Payload, a.PayloadHash)
+}
+
+// checkHead checks a timeline head the hub names.
+func checkHead(h *ChainHead) error {
+	if h != nil && (h.Seq == 0 || h.Idx < 0 || !hashRE.MatchString(h.Hash)) {
+		return invalid("the timeline head is not valid")
+	}
+	return nil
 }
 
 // CheckPayload recomputes an approval's hash from its payload: the payload
@@ -398,7 +430,7 @@ func (s *Steer) Validate() error {
 	if s.Deadline.IsZero() {
 		return invalid("the steer has no deadline")
 	}
-	return nil
+	return checkHead(s.TimelineHead)
 }
 
 // Validate checks a decision (the bridge's side of the boundary).
@@ -411,6 +443,9 @@ func (d *Decision) Validate() error {
 	}
 	if d.PayloadHash != "" && !hashRE.MatchString(d.PayloadHash) {
 		return invalid("payload hash must be 64 lower-case hex digits")
+	}
+	if err := checkHead(d.TimelineHead); err != nil {
+		return err
 	}
 	return checkText("reason", d.Reason, MaxDetail)
 }

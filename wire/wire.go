@@ -173,6 +173,18 @@ type Steer struct {
 	// steer. After it the hub has answered the sender "expired" and the
 	// bridge refuses it, so the answer and the deed always agree.
 	Deadline time.Time `json:"deadline"`
+	// TimelineHead is the newest entry of the agent's timeline the hub had
+	// when it sent the steer. The bridge journals it; inspect --verify later
+	// checks that the hub's timeline still holds that entry unchanged.
+	TimelineHead *ChainHead `json:"timelineHead,omitempty"`
+}
+
+// ChainHead names one entry of an agent's hash-chained timeline: the event
+// (stream sequence), the entry's place among that event's entries, its hash.
+type ChainHead struct {
+	Seq  uint64 `json:"seq"`
+	Idx  int    `json:"idx,omitempty"`
+	Hash string `json:"hash"`
 }
 
 // Receipt reports what became of a steer.
@@ -217,6 +229,9 @@ const (
 type Announce struct {
 	Version int         `json:"version"`
 	Agents  []AgentInfo `json:"agents"`
+	// CallTimeout is the bridge's bound on a harness call: the hub waits
+	// this long past a steer's deadline for the bridge's answer.
+	CallTimeout Duration `json:"callTimeout,omitempty"`
 }
 
 // AnnounceAck answers an Announce with the owner the hub knows for this
@@ -259,6 +274,24 @@ type TurnEvent struct {
 	Room   string    `json:"room,omitempty"` // room the turn was started from
 	By     string    `json:"by,omitempty"`   // ended as interrupted: who stopped it
 	At     time.Time `json:"at"`
+	// ItemID names one agent message while it is streamed: every update of
+	// that message carries the same id. Partial marks an update that a later
+	// event with the same ItemID supersedes; the last one is not partial.
+	ItemID  string `json:"itemId,omitempty"`
+	Partial bool   `json:"partial,omitempty"`
+	// Usage is the model's token count for the whole turn (on ended), when
+	// the harness knows it.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage counts a turn's model tokens.
+type Usage struct {
+	InputTokens  int64 `json:"inputTokens"`  // prompt tokens, summed over the turn's model calls
+	OutputTokens int64 `json:"outputTokens"` // completion tokens, summed
+	ModelCalls   int   `json:"modelCalls,omitempty"`
+	// Estimated is set when the endpoint reported no usage for some call and
+	// the harness counted by its own estimate.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Turn end statuses.
@@ -313,6 +346,14 @@ type ApprovalRequest struct {
 	Tainted     bool      `json:"tainted"`
 	Room        string    `json:"room,omitempty"`
 	Expires     time.Time `json:"expires"`
+
+	// DataTainted: pasted, quoted or forwarded text, or another agent's
+	// output, reached the turn (Data lists the kinds); auto-approve is off.
+	DataTainted bool     `json:"dataTainted,omitempty"`
+	Data        []string `json:"data,omitempty"`
+	// Sandbox is where the call will run, in the harness's words (codex
+	// also puts it into the approved payload, so the hash binds it).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Decision is the owner's answer, relayed by the hub (or made locally).
@@ -323,6 +364,9 @@ type Decision struct {
 	PayloadHash string `json:"payloadHash"`
 	By          string `json:"by"`
 	Reason      string `json:"reason,omitempty"`
+
+	// TimelineHead: as in Steer, the hub's newest timeline entry for the agent.
+	TimelineHead *ChainHead `json:"timelineHead,omitempty"`
 }
 
 // ApprovalUpdate reports an approval decided or ended on the bridge itself:

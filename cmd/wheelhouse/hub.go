@@ -20,6 +20,7 @@ type hubFlags struct {
 	replicas                                                int
 	natsMaxStore                                            byteSize
 	logJSON                                                 bool
+	steerTimeout                                            time.Duration
 }
 
 func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
@@ -33,6 +34,7 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.StringVar(&f.origins, "origins", "", "extra allowed WebSocket origins, comma-separated host patterns")
 	fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&f.steerTimeout, "steer-timeout", hub.DefaultSteerTimeout, "how long a bridge has to begin acting on a message (its deadline)")
 }
 
 func (f *hubFlags) config(stderr io.Writer) hub.Config {
@@ -44,7 +46,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 	}
 	return hub.Config{
 		DataDir: f.data, HTTPAddr: f.http, NATSAddr: f.nats, NATSURL: f.natsURL,
-		Replicas: f.replicas, NATSMaxStore: int64(f.natsMaxStore), PublicURL: f.publicURL, OriginPatterns: origins,
+		Replicas: f.replicas, NATSMaxStore: int64(f.natsMaxStore), PublicURL: f.publicURL, OriginPatterns: origins, SteerTimeout: f.steerTimeout,
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
 }

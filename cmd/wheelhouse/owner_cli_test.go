@@ -83,7 +83,7 @@ func TestOwnerCLI(t *testing.T) {
 		if out, code := runCmd(t, "inspect", "@alice/demo", "--hub", h.URL(), "--token", tok, "--json"); code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "[") {
 			t.Fatalf("--json: %d %s", code, out)
 		}
-		if out, code := runCmd(t, "inspect", "@alice/demo", "--hub", h.URL(), "--token", tok, "--verify"); code != 0 || !strings.HasPrefix(out, "OK:") {
+		if out, code := runCmd(t, "inspect", "@alice/demo", "--hub", h.URL(), "--token", tok, "--verify", "--journal", bridge.JournalPath(br.Journals, "alice", "demo")); code != 0 || !strings.HasPrefix(out, "OK:") {
 			t.Fatalf("--verify on an intact chain: %d %s", code, out)
 		}
 	})
@@ -96,7 +96,7 @@ func TestOwnerCLI(t *testing.T) {
 		if _, err := db.Exec(`UPDATE timeline SET body = replace(body, 'old.log', 'evil.log') WHERE kind = 'approval.requested'`); err != nil {
 			t.Fatal(err)
 		}
-		out, code := runCmd(t, "inspect", "@alice/demo", "--hub", h.URL(), "--token", tok, "--verify")
+		out, code := runCmd(t, "inspect", "@alice/demo", "--hub", h.URL(), "--token", tok, "--verify", "--journal", bridge.JournalPath(br.Journals, "alice", "demo"))
 		if code == 0 || !strings.Contains(out, "BROKEN") || !strings.Contains(out, "approval.requested") {
 			t.Fatalf("tampering not reported: %d %s", code, out)
 		}

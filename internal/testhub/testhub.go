@@ -142,6 +142,12 @@ func (r Response) ErrReason() string {
 // Do sends a request with a JSON body (or raw string/bytes) and decodes the answer.
 func (c *Client) Do(method, path string, body any) Response {
 	c.t.Helper()
+	return c.DoWith(method, path, body, nil)
+}
+
+// DoWith is Do with extra request headers.
+func (c *Client) DoWith(method, path string, body any, headers map[string]string) Response {
+	c.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -165,6 +171,9 @@ func (c *Client) Do(method, path string, body any) Response {
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
