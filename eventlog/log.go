@@ -442,7 +442,11 @@ func (l *Log) watchStream() {
 }
 
 func (l *Log) checkStream(ctx context.Context) {
-	if _, err := l.stream.Info(ctx); err != nil {
+	info, err := l.stream.Info(ctx)
+	if err == nil {
+		err = quorumErr(info.Cluster)
+	}
+	if err != nil {
 		f := classify(err)
 		if old := l.health.Swap(f); old == nil || old.Reason != f.Reason {
 			l.log.Error("the event log cannot take writes", "reason", f.Reason, "err", err)
@@ -463,6 +467,29 @@ func (l *Log) checkStream(ctx context.Context) {
 	case l.health.CompareAndSwap(old, nil):
 		l.log.Info("the event log takes writes again", "was", old.Reason)
 	}
+}
+
+// quorumErr says why a replicated stream cannot take writes: no leader, or
+// fewer than a majority of its replicas online. (A replica of a stream
+// without a leader answers stream info itself, so an answer alone does
+// not mean the stream takes writes.)
+func quorumErr(ci *jetstream.ClusterInfo) error {
+	if ci == nil || len(ci.Replicas) == 0 {
+		return nil // one replica
+	}
+	if ci.Leader == "" {
+		return errors.New("the event stream has no leader: the NATS cluster lost quorum")
+	}
+	up, all := 1, 1+len(ci.Replicas)
+	for _, r := range ci.Replicas {
+		if !r.Offline {
+			up++
+		}
+	}
+	if up <= all/2 {
+		return fmt.Errorf("only %d of the event stream's %d replicas are online", up, all)
+	}
+	return nil
 }
 
 // storeFull reports whether the event store is at its limit, and whether
