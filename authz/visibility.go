@@ -30,8 +30,8 @@ func MaySeeActivity(c ActivityCheck) Decision {
 // RoomListCheck describes one room in an agent's room list, for one viewer.
 type RoomListCheck struct {
 	Viewer, Owner string
-	Private      bool // a private room or a DM
-	ViewerMember bool
+	Private       bool // a private room or a DM
+	ViewerMember  bool
 }
 
 // MaySeeAgentRoom decides whether an agent's room list shows a room to the
