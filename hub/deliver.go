@@ -6,11 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/authz"
@@ -297,20 +294,10 @@ func (l *Link) PairCommand(token string) string {
 // NATSURL is where bridges connect.
 func (l *Link) NATSURL() string { return l.h.NATSURL() }
 
-// BridgeRevoked closes a revoked bridge's live NATS connections (embedded
-// server; an external NATS operator revokes the user there) and turns its
-// agents offline at once.
+// BridgeRevoked closes a revoked bridge's live NATS connections on every
+// server and turns its agents offline at once.
 func (l *Link) BridgeRevoked(ctx context.Context, bridgeID string) {
-	if b, err := l.rooms.BridgeByID(ctx, bridgeID); err == nil && l.h.ns != nil {
-		cz, err := l.h.ns.Connz(&server.ConnzOptions{Username: true, Limit: 100000})
-		if err == nil {
-			for _, c := range cz.Conns {
-				if strings.Contains(c.AuthorizedUser, b.PublicKey) {
-					l.h.ns.DisconnectClientByID(c.Cid)
-				}
-			}
-		}
-	}
+	l.h.DisconnectBridge(bridgeID)
 	l.mu.Lock()
 	p := l.presence[bridgeID]
 	delete(l.presence, bridgeID)

@@ -73,17 +73,6 @@ func newLink(log *slog.Logger) *Link {
 	return &Link{log: log.With("component", "link"), presence: map[string]*presence{}, buckets: map[string]*bucket{}, stopCh: make(chan struct{})}
 }
 
-func (l *Link) lookupBridge(publicKey string) (string, bool) {
-	if l.rooms == nil {
-		return "", false
-	}
-	b, err := l.rooms.BridgeByKey(context.Background(), publicKey)
-	if err != nil {
-		return "", false
-	}
-	return b.ID, true
-}
-
 func (l *Link) start(ctx context.Context, h *Hub) error {
 	l.h, l.rooms, l.nc = h, h.rooms, h.nc
 	// One node handles each bridge message (queue group); every node
