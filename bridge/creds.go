@@ -260,10 +260,11 @@ func isAuthError(err error) bool {
 	return err != nil && strings.Contains(strings.ToLower(err.Error()), "authorization")
 }
 
-// reconnectDelay backs off from half a second to half a minute, with
-// jitter, so a refused bridge does not hammer the hub.
+// reconnectDelay backs off from a tenth of a second to half a minute,
+// with jitter: a brief drop heals at once, a refused bridge does not
+// hammer the hub.
 func reconnectDelay(attempts int) time.Duration {
-	d := 500 * time.Millisecond << min(attempts, 6)
+	d := 100 * time.Millisecond << min(max(attempts-1, 0), 9)
 	d = min(d, 30*time.Second)
 	return d + rand.N(d/4+1)
 }

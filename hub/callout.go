@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/jwt/v2"
@@ -29,8 +30,11 @@ const (
 	calloutQueue   = "wheelhouse-callout"
 	// BridgeLoginTTL bounds a bridge's login: the server disconnects it
 	// then and it logs in again through the callout. Revoking a bridge
-	// disconnects it at once; this is the backstop if that is missed.
-	BridgeLoginTTL = 15 * time.Minute
+	// disconnects it at once, and the hubs' sweep (Config.BridgeSweep)
+	// catches a missed disconnect; this is the last resort. It is long
+	// because every expiry drops the connection for a moment, and with it
+	// any mention in flight (measured: about a second of "offline").
+	BridgeLoginTTL = 24 * time.Hour
 	// bridgeMaxSubs bounds a bridge's subscriptions (it needs a handful).
 	bridgeMaxSubs = 256
 )
@@ -175,31 +179,35 @@ func accountOf(nc *nats.Conn) (string, error) {
 	return r.Data.Account, nil
 }
 
-// kickBridge closes every NATS connection of a bridge on every server,
-// through the system account: CONNZ finds them, KICK closes each. It
-// returns how many it closed.
-func kickBridge(sys *nats.Conn, bridgeID string, log *slog.Logger) int {
+// bridgeConn is one NATS connection of a bridge, on one server.
+type bridgeConn struct {
+	bridgeID, serverID, serverName string
+	cid                            uint64
+}
+
+// bridgeConns lists the bridges' connections on every server, through
+// the system account (PING.CONNZ; every server answers). user filters by
+// NATS user name ("" for all). It waits a second for the first answer and
+// then until the servers have gone quiet, or until ctx ends.
+func bridgeConns(ctx context.Context, sys *nats.Conn, user string) ([]bridgeConn, error) {
 	inbox := nats.NewInbox()
 	sub, err := sys.SubscribeSync(inbox)
 	if err != nil {
-		log.Warn("disconnect a bridge: subscribe", "err", err)
-		return 0
+		return nil, err
 	}
 	defer sub.Unsubscribe()
-	q, _ := json.Marshal(server.ConnzEventOptions{ConnzOptions: server.ConnzOptions{User: bridgeUser(bridgeID), Limit: 1024}})
+	q, _ := json.Marshal(server.ConnzEventOptions{ConnzOptions: server.ConnzOptions{User: user, Username: true, Limit: 100000}})
 	if err := sys.PublishRequest("$SYS.REQ.SERVER.PING.CONNZ", inbox, q); err != nil {
-		log.Warn("disconnect a bridge: ask the servers", "err", err)
-		return 0
+		return nil, err
 	}
-	// Every server answers; wait a second for the first, then until
-	// they have gone quiet.
-	kicked, wait := 0, time.Second
-	for {
-		m, err := sub.NextMsg(wait)
+	var out []bridgeConn
+	for wait := time.Second; ; wait = 250 * time.Millisecond {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		m, err := sub.NextMsgWithContext(wctx)
+		cancel()
 		if err != nil {
-			return kicked
+			return out, ctx.Err()
 		}
-		wait = 250 * time.Millisecond
 		var r struct {
 			Server struct {
 				ID   string `json:"id"`
@@ -207,7 +215,8 @@ func kickBridge(sys *nats.Conn, bridgeID string, log *slog.Logger) int {
 			} `json:"server"`
 			Data struct {
 				Conns []struct {
-					Cid uint64 `json:"cid"`
+					Cid  uint64 `json:"cid"`
+					User string `json:"authorized_user"`
 				} `json:"connections"`
 			} `json:"data"`
 		}
@@ -215,12 +224,23 @@ func kickBridge(sys *nats.Conn, bridgeID string, log *slog.Logger) int {
 			continue
 		}
 		for _, c := range r.Data.Conns {
-			body, _ := json.Marshal(server.KickClientReq{CID: c.Cid})
-			if _, err := sys.Request("$SYS.REQ.SERVER."+r.Server.ID+".KICK", body, 2*time.Second); err != nil {
-				log.Warn("disconnect a bridge: kick", "bridge", bridgeID, "server", r.Server.Name, "cid", c.Cid, "err", err)
-				continue
+			if id, ok := strings.CutPrefix(c.User, "bridge-"); ok {
+				out = append(out, bridgeConn{bridgeID: id, serverID: r.Server.ID, serverName: r.Server.Name, cid: c.Cid})
 			}
-			kicked++
 		}
 	}
+}
+
+// kick closes connections (KICK to their server) and returns how many.
+func kick(sys *nats.Conn, conns []bridgeConn, log *slog.Logger) int {
+	n := 0
+	for _, c := range conns {
+		body, _ := json.Marshal(server.KickClientReq{CID: c.cid})
+		if _, err := sys.Request("$SYS.REQ.SERVER."+c.serverID+".KICK", body, 2*time.Second); err != nil {
+			log.Warn("disconnect a bridge: kick", "bridge", c.bridgeID, "server", c.serverName, "cid", c.cid, "err", err)
+			continue
+		}
+		n++
+	}
+	return n
 }

@@ -27,8 +27,9 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultHTTPAddr = "127.0.0.1:8080"
-	DefaultNATSAddr = "127.0.0.1:4222"
+	DefaultHTTPAddr    = "127.0.0.1:8080"
+	DefaultNATSAddr    = "127.0.0.1:4222"
+	DefaultBridgeSweep = 30 * time.Second
 )
 
 // Config configures one hub node.
@@ -71,8 +72,12 @@ type Config struct {
 	// SteerTimeout is how long the hub waits for a bridge's receipt before
 	// the steer ends "rejected: timeout" (default DefaultSteerTimeout).
 	SteerTimeout time.Duration
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// BridgeSweep is how often the hub looks for connections of revoked
+	// bridges that were missed and closes them (default
+	// DefaultBridgeSweep).
+	BridgeSweep time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -115,6 +120,9 @@ func (c *Config) Validate() error {
 	if c.SteerTimeout <= 0 {
 		c.SteerTimeout = DefaultSteerTimeout
 	}
+	if c.BridgeSweep <= 0 {
+		c.BridgeSweep = DefaultBridgeSweep
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -137,6 +145,8 @@ type Hub struct {
 	natsSecrets   NATSSecrets
 	natsAccount   string // the account the hub (and so its bridges) is in
 	hostname      string
+	sweepStop     chan struct{}
+	sweepDone     chan struct{}
 	js            jetstream.JetStream
 	rooms         *room.Service
 	web           *web.Server
@@ -212,6 +222,11 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err := h.serveCallout(); err != nil {
 		return err
 	}
+	h.sweepStop, h.sweepDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(h.sweepDone)
+		h.sweepBridges(h.cfg.BridgeSweep, h.sweepStop)
+	}()
 	// Wait for the projection to catch up before serving.
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -286,6 +301,10 @@ func (h *Hub) Close(ctx context.Context) error {
 	}
 	if h.link != nil {
 		h.link.stop()
+	}
+	if h.sweepStop != nil {
+		close(h.sweepStop)
+		<-h.sweepDone
 	}
 	if h.rooms != nil {
 		h.rooms.Log.Stop()

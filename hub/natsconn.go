@@ -180,9 +180,57 @@ func (h *Hub) DisconnectBridge(bridgeID string) {
 			if sys.IsClosed() {
 				return
 			}
-			if n := kickBridge(sys, bridgeID, h.log); n > 0 {
+			conns, err := bridgeConns(context.Background(), sys, bridgeUser(bridgeID))
+			if err != nil {
+				h.log.Warn("disconnect a revoked bridge: list its connections", "bridge", bridgeID, "err", err)
+				continue
+			}
+			if n := kick(sys, conns, h.log); n > 0 {
 				h.log.Info(what, "bridge", bridgeID, "connections", n)
 			}
 		}
 	}()
+}
+
+// sweepBridges is the backstop for a disconnect that was missed (a hub
+// stopped between recording a revocation and kicking): every interval it
+// lists the bridges' connections on every server and closes those of
+// bridges this node knows to be revoked. A bridge it does not know yet
+// (paired on another node a moment ago) is left alone.
+func (h *Hub) sweepBridges(interval time.Duration, stop <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-stop; cancel() }()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		conns, err := bridgeConns(ctx, h.sysnc, "")
+		if err != nil {
+			h.log.Debug("bridge sweep: list connections", "err", err)
+			continue
+		}
+		var revoked []bridgeConn
+		known := map[string]bool{} // bridge id → revoked
+		for _, c := range conns {
+			r, seen := known[c.bridgeID]
+			if !seen {
+				lctx, lcancel := context.WithTimeout(ctx, 5*time.Second)
+				b, err := h.rooms.BridgeByID(lctx, c.bridgeID)
+				lcancel()
+				r = err == nil && b.Revoked
+				known[c.bridgeID] = r
+			}
+			if r {
+				revoked = append(revoked, c)
+			}
+		}
+		if n := kick(h.sysnc, revoked, h.log); n > 0 {
+			h.log.Info("bridge sweep: disconnected revoked bridges", "connections", n)
+		}
+	}
 }

@@ -30,6 +30,8 @@ type Options struct {
 	HTTPAddr string
 	// SteerTimeout shortens the wait for a bridge's receipt.
 	SteerTimeout time.Duration
+	// BridgeSweep shortens the hub's sweep for missed revocations.
+	BridgeSweep time.Duration
 	// TLS makes the hub serve HTTPS with a certificate from this CA (for
 	// 127.0.0.1 and localhost); clients and bridges trust the CA.
 	TLS *CA
@@ -77,7 +79,7 @@ func Start(t testing.TB, o Options) *Hub {
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
-	cfg := hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout}
+	cfg := hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout, BridgeSweep: o.BridgeSweep}
 	if o.NATS != nil {
 		cfg.NATSURL, cfg.NATSSecrets, cfg.NATSWebsocket = o.NATS.URL, o.NATS.Secrets, []string{o.NATS.Websocket}
 	}
