@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
@@ -118,9 +120,12 @@ func TestBridgeApprovalScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	n := 0
 	ask := func(agent, room string) wire.Ack {
-		req := wire.ApprovalRequest{ID: "a-" + agent + "-" + room, Agent: agent, TurnID: "t", Tool: "x", Summary: "spam", PayloadHash: strings.Repeat("a", 64),
-			Payload: "{}", Room: room, Expires: time.Now().Add(time.Minute)}
+		n++
+		hash, payload, _ := authz.PayloadHash("x", map[string]any{"n": n})
+		req := wire.ApprovalRequest{ID: fmt.Sprintf("a%016x", n), Agent: agent, TurnID: "t", Tool: "x", Summary: "spam", PayloadHash: hash,
+			Payload: string(payload), Room: room, Expires: time.Now().Add(time.Minute)}
 		b, _ := json.Marshal(req)
 		m, err := nc.Request(wire.FromBridge(br.Creds.BridgeID, wire.KindApproval), b, 5*time.Second)
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 	"github.com/wheelhouse-dev/wheelhouse/web"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
@@ -179,7 +180,9 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err := os.MkdirAll(h.cfg.DataDir, 0o700); err != nil {
 		return wh.Wrap(err, "create data directory %s", h.cfg.DataDir)
 	}
-	h.link = newLink(h.log)
+	h.reg = prometheus.NewRegistry()
+	h.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h.link = newLink(h.log, h.reg)
 	if err := h.connectNATS(); err != nil {
 		return err
 	}
@@ -196,8 +199,6 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	h.reg = prometheus.NewRegistry()
-	h.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_projection_applied_seq", Help: "Last event applied to this node's read model."},
 		func() float64 { return float64(h.rooms.Log.Applied()) }))
 
@@ -234,6 +235,14 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		if err := h.rooms.Log.WaitApplied(wctx, h.rooms.Log.Applied()+1); err != nil {
 			return wh.Errorf(wh.EUnavailable, "the projection did not catch up: %v", h.rooms.Log.Ready())
 		}
+	}
+	// Routing and expiry are consumers of the log: start them once the
+	// projection they read is current.
+	if err := h.link.startRouter(ctx); err != nil {
+		return err
+	}
+	if h.link.enter() {
+		go h.link.sweeper()
 	}
 	has, err := h.rooms.HasUsers(ctx)
 	if err != nil {
@@ -281,9 +290,11 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	return nil
 }
 
+// ready reports readiness: a short reason the world may see (details go to
+// the log).
 func (h *Hub) ready() error {
 	if h.nc == nil || !h.nc.IsConnected() {
-		return errors.New("not connected to NATS")
+		return &eventlog.Failure{Reason: "nats-disconnected", Err: errors.New("not connected to NATS")}
 	}
 	return h.rooms.Log.Ready()
 }

@@ -164,32 +164,32 @@ func (h *Hub) serveCallout() error {
 }
 
 // DisconnectBridge closes a (revoked) bridge's NATS connections on every
-// server, in the background. It asks at once and again moments later, for
-// a bridge that logged in again through another hub node that had not yet
-// applied the revocation.
-func (h *Hub) DisconnectBridge(bridgeID string) {
+// server, and asks again moments later (in the background) for a bridge
+// that logged in again through a hub node that had not yet applied the
+// revocation.
+func (h *Hub) DisconnectBridge(ctx context.Context, bridgeID string) {
 	sys := h.sysnc
 	if sys == nil {
 		return
 	}
+	h.kickBridge(ctx, bridgeID, "disconnected a revoked bridge")
 	go func() {
-		for i, what := range []string{"disconnected a revoked bridge", "disconnected a revoked bridge that had logged in again"} {
-			if i > 0 {
-				time.Sleep(2 * time.Second)
-			}
-			if sys.IsClosed() {
-				return
-			}
-			conns, err := bridgeConns(context.Background(), sys, bridgeUser(bridgeID))
-			if err != nil {
-				h.log.Warn("disconnect a revoked bridge: list its connections", "bridge", bridgeID, "err", err)
-				continue
-			}
-			if n := kick(sys, conns, h.log); n > 0 {
-				h.log.Info(what, "bridge", bridgeID, "connections", n)
-			}
+		time.Sleep(2 * time.Second)
+		if !sys.IsClosed() {
+			h.kickBridge(context.Background(), bridgeID, "disconnected a revoked bridge that had logged in again")
 		}
 	}()
+}
+
+func (h *Hub) kickBridge(ctx context.Context, bridgeID, what string) {
+	conns, err := bridgeConns(ctx, h.sysnc, bridgeUser(bridgeID))
+	if err != nil {
+		h.log.Warn("disconnect a revoked bridge: list its connections", "bridge", bridgeID, "err", err)
+		return
+	}
+	if n := kick(h.sysnc, conns, h.log); n > 0 {
+		h.log.Info(what, "bridge", bridgeID, "connections", n)
+	}
 }
 
 // sweepBridges is the backstop for a disconnect that was missed (a hub

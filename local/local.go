@@ -160,7 +160,7 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 		demo.Options["step"] = cfg.DemoStep
 	}
 	b, err := bridge.New(bridge.Config{Creds: creds, Agents: []bridge.AgentConfig{demo}, Harnesses: harnesses.All(), Out: cfg.Out,
-		ControlSocket: r.ControlSocket, Logger: cfg.Hub.Logger})
+		ControlSocket: r.ControlSocket, Logger: cfg.Hub.Logger, JournalDir: filepath.Join(cfg.Hub.DataDir, "journal")})
 	if err != nil {
 		return fail(err)
 	}

@@ -18,8 +18,9 @@ import (
 )
 
 type bridgeFlags struct {
-	hub, token, name, ca, creds, config, logLevel, socket string
-	insecure, logJSON                                     bool
+	hub, token, name, ca, creds, config, logLevel, socket, journal string
+	insecure, logJSON                                              bool
+	callTimeout                                                    time.Duration
 }
 
 var bridgeSubcommands = []string{"pair", "run", "invitations", "accept", "decline"}
@@ -52,6 +53,8 @@ func bridgeFlagSet(sub string, help io.Writer) (*flag.FlagSet, *bridgeFlags) {
 		fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 		enumVar(fs, &f.logLevel, "log-level", "warn", logLevels, "log `level`")
 		fs.StringVar(&f.socket, "socket", bridge.DefaultControlSocket(), "the control socket `path` for wheelhouse approvals/approve/deny")
+		fs.DurationVar(&f.callTimeout, "call-timeout", bridge.DefaultCallTimeout, "how long a harness may take to take a message or start a turn before that message fails")
+		fs.StringVar(&f.journal, "journal", bridge.DefaultJournalDir(), "where each agent's append-only journal is kept (wheelhouse inspect --verify reads it)")
 	case "accept", "decline":
 		fs = newFlags("bridge "+sub, "bridge "+sub+" ID", help)
 	default:
@@ -131,17 +134,21 @@ func runBridgeCommand(ctx context.Context, sub string, fs *flag.FlagSet, f *brid
 		fmt.Fprintf(stdout, "Paired as bridge %s of @%s with %s (%s). Credentials saved to %s (0600).\nNext: write a config (see docs/bridge.example.toml) and run: wheelhouse bridge run --config FILE\n", c.BridgeID, c.Owner, c.Hub, how, path)
 		return nil
 	case "run":
-		path, _ := credentialsPath(f.creds)
-		creds, err := bridge.LoadCredentials(path)
-		if err != nil {
-			return err
-		}
 		cfg, err := bridge.LoadConfig(f.config)
 		if err != nil {
 			return err
 		}
+		path := f.creds
+		if cfg.Credentials != "" && path == "" {
+			path = cfg.Credentials // the config names them; the flag still wins
+		}
+		path, _ = credentialsPath(path)
+		creds, err := bridge.LoadCredentials(path)
+		if err != nil {
+			return err
+		}
 		b, err := bridge.New(bridge.Config{Creds: creds, Agents: cfg.Agents, Harnesses: harnesses.All(), Out: stdout,
-			ControlSocket: f.socket, Logger: newLogger(stderr, f.logJSON, f.logLevel)})
+			ControlSocket: f.socket, CallTimeout: f.callTimeout, Logger: newLogger(stderr, f.logJSON, f.logLevel), JournalDir: f.journal})
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ type hubFlags struct {
 	nats, natsURL, natsSecrets, natsWebsocket                 string
 	replicas                                                  int
 	logJSON                                                   bool
+	steerTimeout                                              time.Duration
 }
 
 func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
@@ -34,6 +35,7 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.StringVar(&f.origins, "origins", "", "extra allowed WebSocket origins, comma-separated host `patterns`")
 	fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 	enumVar(fs, &f.logLevel, "log-level", "info", logLevels, "log `level`")
+	fs.DurationVar(&f.steerTimeout, "steer-timeout", hub.DefaultSteerTimeout, "how long a bridge has to begin acting on a message (its deadline)")
 }
 
 func splitList(s string) []string {
@@ -50,7 +52,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 	return hub.Config{
 		DataDir: f.data, HTTPAddr: f.http, TLSCert: f.tlsCert, TLSKey: f.tlsKey, PublicURL: f.publicURL,
 		NATSAddr: f.nats, NATSURL: f.natsURL, NATSSecrets: f.natsSecrets, NATSWebsocket: splitList(f.natsWebsocket),
-		Replicas: f.replicas, OriginPatterns: splitList(f.origins),
+		Replicas: f.replicas, OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
 }
