@@ -1,33 +1,30 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
+	"github.com/wheelhouse-dev/wheelhouse/hub"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
 
 // TestClusterWithoutQuorum runs the hub on a real three-node nats-server
-// cluster (separate processes, the event stream replicated three times),
+// cluster (separate processes configured by deploy/nats.conf, the event
+// stream replicated three times),
 // stops two nodes, and checks that the hub says why it cannot take
 // writes: /readyz event-log-unavailable, writes 503 with that reason.
 // With the nodes back the hub is ready again without a restart, and
 // nothing acknowledged was lost.
 func TestClusterWithoutQuorum(t *testing.T) {
 	cl := startCluster(t, 3)
-	h := testhub.Start(t, testhub.Options{NATSURL: cl.urls(), Replicas: 3})
+	h := testhub.Start(t, testhub.Options{NATS: cl.nats(), Replicas: 3})
 	admin := h.Setup("root", "correct horse")
 	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "r"})
 	admin.Post("r", "with quorum")
@@ -72,38 +69,38 @@ func TestClusterWithoutQuorum(t *testing.T) {
 	})
 }
 
-// cluster is a set of nats-server processes clustered with each other.
+// cluster is a set of real nats-server processes configured by the shipped
+// deploy/nats.conf, clustered with each other on loopback.
 type cluster struct {
-	bin   string
-	dir   string
-	ports []int // client ports
-	confs []string
-	procs []*exec.Cmd
+	bin, dir, secrets string
+	ports, ws         []int // client and websocket ports
+	args              [][]string
+	procs             []*exec.Cmd
 }
 
 func startCluster(t *testing.T, n int) *cluster {
 	t.Helper()
-	cl := &cluster{bin: natsServerBinary(t), dir: t.TempDir(), procs: make([]*exec.Cmd, n)}
-	routes := make([]int, n)
+	cl := &cluster{bin: testhub.NATSServerBinary(t), dir: t.TempDir(), procs: make([]*exec.Cmd, n)}
+	if _, err := hub.GenerateNATSSecrets(filepath.Join(cl.dir, "secrets")); err != nil {
+		t.Fatal(err)
+	}
+	cl.secrets = filepath.Join(cl.dir, "secrets", hub.HubAuthFile)
+	conf := filepath.Join(cl.dir, "nats.conf")
+	if err := os.Symlink(testhub.RepoFile("deploy/nats.conf"), conf); err != nil {
+		t.Fatal(err)
+	}
+	routes := make([]string, n)
+	routePorts := make([]int, n)
 	for i := range n {
 		cl.ports = append(cl.ports, freePort(t))
-		routes[i] = freePort(t)
-	}
-	var routeURLs []string
-	for _, p := range routes {
-		routeURLs = append(routeURLs, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+		cl.ws = append(cl.ws, freePort(t))
+		routePorts[i] = freePort(t)
+		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", routePorts[i])
 	}
 	for i := range n {
-		conf := filepath.Join(cl.dir, fmt.Sprintf("n%d.conf", i))
-		body := fmt.Sprintf(`server_name: n%d
-listen: 127.0.0.1:%d
-jetstream { store_dir: %q }
-cluster { name: wh, listen: 127.0.0.1:%d, routes: [%s] }
-`, i, cl.ports[i], filepath.Join(cl.dir, fmt.Sprintf("n%d", i)), routes[i], strings.Join(routeURLs, ", "))
-		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cl.confs = append(cl.confs, conf)
+		cl.args = append(cl.args, []string{"-c", conf, "--name", fmt.Sprintf("n%d", i), "-a", "127.0.0.1", "-p", fmt.Sprint(cl.ports[i]),
+			"-sd", filepath.Join(cl.dir, fmt.Sprintf("n%d", i)), "--cluster", routes[i], "--routes", strings.Join(routes, ","),
+			"-l", filepath.Join(cl.dir, fmt.Sprintf("n%d.log", i))})
 	}
 	for i := range n {
 		cl.start(t, i)
@@ -112,40 +109,29 @@ cluster { name: wh, listen: 127.0.0.1:%d, routes: [%s] }
 		for i := range cl.procs {
 			cl.stop(t, i)
 		}
-	})
-	// JetStream is usable once the cluster has elected its meta leader.
-	nc, err := nats.Connect(cl.urls())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	testhub.CheckFor(t, 60*time.Second, "the JetStream cluster", func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_, err := js.AccountInfo(ctx)
-		return err
+		if t.Failed() {
+			for i := range n {
+				b, _ := os.ReadFile(filepath.Join(cl.dir, fmt.Sprintf("n%d.log", i)))
+				t.Logf("n%d.log:\n%s", i, b)
+			}
+		}
 	})
 	return cl
 }
 
-func (cl *cluster) urls() string {
+// nats is how a hub reaches the cluster (the hub waits for JetStream).
+func (cl *cluster) nats() *testhub.NATS {
 	var u []string
 	for _, p := range cl.ports {
 		u = append(u, fmt.Sprintf("nats://127.0.0.1:%d", p))
 	}
-	return strings.Join(u, ",")
+	return &testhub.NATS{URL: strings.Join(u, ","), Websocket: fmt.Sprintf("ws://127.0.0.1:%d", cl.ws[0]), Secrets: cl.secrets}
 }
 
 func (cl *cluster) start(t *testing.T, i int) {
 	t.Helper()
-	log, err := os.OpenFile(filepath.Join(cl.dir, fmt.Sprintf("n%d.log", i)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	cmd := exec.Command(cl.bin, "-c", cl.confs[i])
-	cmd.Stdout, cmd.Stderr = log, log
+	cmd := exec.Command(cl.bin, cl.args[i]...)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("WH_NATS_WEBSOCKET=127.0.0.1:%d", cl.ws[i]))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -179,43 +165,4 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// natsServerBinary builds nats-server from the module version in go.mod,
-// once, into the test tools cache (offline: the module is in the module
-// cache as a dependency of the hub).
-func natsServerBinary(t *testing.T) string {
-	t.Helper()
-	version := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "github.com/nats-io/nats-server/v2" {
-				version = d.Version
-			}
-		}
-	}
-	cache := os.Getenv("WHEELHOUSE_TOOLS_DIR")
-	if cache == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
-		}
-		cache = filepath.Join(base, "wheelhouse-test-tools")
-	}
-	bin := filepath.Join(cache, "nats-server-"+version, "nats-server")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp := fmt.Sprintf("%s.%d", bin, os.Getpid())
-	cmd := exec.Command("go", "build", "-o", tmp, "github.com/nats-io/nats-server/v2")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build nats-server: %v\n%s", err, out)
-	}
-	if err := os.Rename(tmp, bin); err != nil { // atomic: parallel builds race harmlessly
-		t.Fatal(err)
-	}
-	return bin
 }

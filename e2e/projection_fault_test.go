@@ -24,9 +24,9 @@ import (
 // that says why, nothing is skipped, and once space returns the hub
 // recovers on its own. Its projection then equals a fresh rebuild.
 func TestProjectionDiskFull(t *testing.T) {
-	ns := startNATS(t)
+	ns := testhub.StartNATS(t)
 	dir := mountTmpfs(t, "4m")
-	h := testhub.Start(t, testhub.Options{DataDir: dir, NATSURL: ns.ClientURL()})
+	h := testhub.Start(t, testhub.Options{DataDir: dir, NATS: ns})
 	admin := h.Setup("root", "correct horse")
 	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "r"})
 	admin.Post("r", "before the disk filled")
@@ -105,7 +105,7 @@ func TestProjectionDiskFull(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		h2 := testhub.Start(t, testhub.Options{DataDir: dir, NATSURL: ns.ClientURL()})
+		h2 := testhub.Start(t, testhub.Options{DataDir: dir, NATS: ns})
 		admin.Base = h2.URL() // the session is in the log: it survives the rebuild
 		if after := apiState(t, admin); after != before {
 			t.Fatalf("rebuilt projection differs:\nlive    %s\nrebuilt %s", before, after)
@@ -116,9 +116,9 @@ func TestProjectionDiskFull(t *testing.T) {
 // A hub whose projection has stopped shuts down promptly: what waits for
 // the projection (routing the message in flight) gives up on shutdown.
 func TestStopWhileProjectionStopped(t *testing.T) {
-	ns := startNATS(t)
+	ns := testhub.StartNATS(t)
 	dir := mountTmpfs(t, "4m")
-	h := testhub.Start(t, testhub.Options{DataDir: dir, NATSURL: ns.ClientURL()})
+	h := testhub.Start(t, testhub.Options{DataDir: dir, NATS: ns})
 	admin := h.Setup("root", "correct horse")
 	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "r"})
 	fillDisk(t, dir)

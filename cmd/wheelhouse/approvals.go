@@ -13,21 +13,21 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 )
 
-func controlFlags(name, usage string, stderr io.Writer) (*flag.FlagSet, *string) {
-	fs := newFlags(name, usage, stderr)
-	sock := fs.String("socket", bridge.DefaultControlSocket(), "the running bridge's control socket")
+func controlFlags(name, usage string, help io.Writer) (*flag.FlagSet, *string) {
+	fs := newFlags(name, usage, help)
+	sock := fs.String("socket", "", "the running bridge's control socket `path` (default: "+bridge.DefaultControlSocket()+", or the one wheelhouse up uses)")
 	return fs, sock
 }
 
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, sock := controlFlags("approvals", "approvals [--socket PATH] [--json]", stderr)
+	fs, sock := controlFlags("approvals", "approvals [--socket PATH] [--json]", stdout)
 	js := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rep, err := bridge.Control(cctx, *sock, bridge.ControlRequest{Op: "list"})
+	rep, err := control(cctx, *sock, bridge.ControlRequest{Op: "list"})
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func decideLocally(ctx context.Context, decision string, args []string, stdout, 
 	if decision == "deny" {
 		usage = "deny ID [--socket PATH]"
 	}
-	fs, sock := controlFlags(decision, usage, stderr)
+	fs, sock := controlFlags(decision, usage, stdout)
 	hash := fs.String("hash", "", "the payload hash shown with the request (wheelhouse approvals)")
 	// Accept the id before or after the flags.
 	var id string
@@ -88,7 +88,7 @@ func decideLocally(ctx context.Context, decision string, args []string, stdout, 
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := bridge.Control(cctx, *sock, bridge.ControlRequest{Op: "decide", ID: id, Decision: decision, Hash: *hash}); err != nil {
+	if _, err := control(cctx, *sock, bridge.ControlRequest{Op: "decide", ID: id, Decision: decision, Hash: *hash}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s %s.\n", map[string]string{"approve": "Approved", "deny": "Denied"}[decision], id)

@@ -19,9 +19,9 @@ import (
 )
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", "inspect @owner/agent [--turn ID] [--json] [--verify [--journal FILE]] [--hub URL] [--token TOKEN]", stderr)
-	hubURL := fs.String("hub", "", "the hub's URL (default: the one this machine's bridge paired with)")
-	token := fs.String("token", "", "an API token (POST /api/v1/tokens)")
+	fs := newFlags("inspect", "inspect @owner/agent [--turn ID] [--json] [--verify [--journal FILE]] [--hub URL] [--token TOKEN]", stdout)
+	hubURL := fs.String("hub", "", "the hub's `URL` (default: the one this machine's bridge paired with)")
+	token := fs.String("token", "", "an API `token`: create one in the browser (your menu, API tokens) or with POST /api/v1/tokens")
 	turn := fs.String("turn", "", "only this turn")
 	js := fs.Bool("json", false, "print JSON")
 	verify := fs.Bool("verify", false, "check the timeline's hash chain, and check it against this machine's bridge journal of the agent")
@@ -40,13 +40,20 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !ok {
 		return usageError{"name the agent: wheelhouse inspect @owner/agent"}
 	}
-	if *hubURL == "" {
-		if c, err := bridge.LoadCredentials(bridge.DefaultCredentialsPath()); err == nil {
+	client := &http.Client{Timeout: 30 * time.Second}
+	credsPath, _ := credentialsPath("")
+	if c, err := bridge.LoadCredentials(credsPath); err == nil {
+		if *hubURL == "" {
 			*hubURL = c.Hub
+		}
+		if strings.TrimRight(*hubURL, "/") == c.Hub { // trust the hub as pairing did
+			if client, err = c.HTTPClient(30 * time.Second); err != nil {
+				return err
+			}
 		}
 	}
 	if *hubURL == "" || *token == "" {
-		return usageError{"inspect needs --hub URL and --token TOKEN (or WHEELHOUSE_HUB and WHEELHOUSE_TOKEN); create a token with POST /api/v1/tokens"}
+		return usageError{"inspect needs --hub URL and --token TOKEN (or WHEELHOUSE_HUB and WHEELHOUSE_TOKEN); create a token in the browser (your menu, API tokens)"}
 	}
 	u := strings.TrimRight(*hubURL, "/") + "/api/v1/agents/" + url.PathEscape(owner) + "/" + url.PathEscape(name) + "/timeline"
 	if *turn != "" {
@@ -54,7 +61,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
 	req.Header.Set("Authorization", "Bearer "+*token)
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return wh.Errorf(wh.EUnavailable, "cannot reach the hub at %s: %v", *hubURL, err)
 	}
