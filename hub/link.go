@@ -301,7 +301,7 @@ func (l *Link) refuse(m *nats.Msg, bridgeID, kind string, err error) {
 	if code == wh.EInternal {
 		code = wh.EInvalid
 	}
-	l.reply(m, wire.Ack{Code: code, Message: "the hub refused a " + kindLabel(kind) + " message: " + wh.ErrorMessage(err)})
+	l.reply(m, wire.Ack{Code: code, Message: "the hub refused this " + kindLabel(kind) + " message: " + wh.ErrorMessage(err)})
 }
 
 // refused counts and logs a refused bridge message.
