@@ -160,6 +160,12 @@ func mountTmpfs(t *testing.T, size string) string {
 
 // fillDisk writes a file until the filesystem under dir has no space left.
 func fillDisk(t *testing.T, dir string) string {
+	return fillDiskLeaving(t, dir, 0)
+}
+
+// fillDiskLeaving writes a file until the filesystem under dir has at most
+// leave bytes left.
+func fillDiskLeaving(t *testing.T, dir string, leave uint64) string {
 	t.Helper()
 	path := filepath.Join(dir, "filler")
 	f, err := os.Create(path)
@@ -169,6 +175,13 @@ func fillDisk(t *testing.T, dir string) string {
 	defer f.Close()
 	chunk := make([]byte, 4096)
 	for {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(dir, &st); err != nil {
+			t.Fatal(err)
+		}
+		if leave > 0 && st.Bavail*uint64(st.Bsize) <= leave {
+			return path
+		}
 		if _, err := f.Write(chunk); err != nil {
 			if errors.Is(err, syscall.ENOSPC) {
 				return path
@@ -215,7 +228,7 @@ func apiState(t *testing.T, c *testhub.Client) string {
 
 // TestEventLogDiskFull fills the disk under an embedded hub's JetStream
 // store (its data dir is a tmpfs of its own) before the store reaches its
-// own limit. The hub refuses writes with 507 before the store runs into
+// own limit, to less than the hub's reserve. The hub refuses writes with 507 before the store runs into
 // the full disk (nats-server stops storing into a stream whose write
 // failed until it restarts) and is not ready; when space returns it takes
 // writes again without a restart.
@@ -226,13 +239,17 @@ func TestEventLogDiskFull(t *testing.T) {
 	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "r"})
 	admin.Post("r", "before the disk filled")
 
-	filler := fillDisk(t, dir)
+	// The disk fills (to 4 MiB left, below the hub's reserve), as disks do.
+	filler := fillDiskLeaving(t, dir, 4<<20)
+	testhub.CheckFor(t, 10*time.Second, "readyz event-log-full", func() error {
+		if r := testhub.NewClient(t, h.URL()).Do("GET", "/readyz", nil); r.Status != 503 || r.Body["reason"] != "event-log-full" {
+			return fmt.Errorf("%d %s", r.Status, r.Raw)
+		}
+		return nil
+	})
 	r := admin.Do("POST", "/api/v1/rooms/r/messages", map[string]string{"text": "on a full disk"})
 	if r.Status != 507 || r.ErrCode() != "storage_full" || r.ErrReason() != "event-log-full" {
 		t.Fatalf("%d %s", r.Status, r.Raw)
-	}
-	if r := testhub.NewClient(t, h.URL()).Do("GET", "/readyz", nil); r.Status != 503 || r.Body["reason"] != "event-log-full" {
-		t.Fatalf("readyz %d %s", r.Status, r.Raw)
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)

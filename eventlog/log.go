@@ -82,6 +82,12 @@ type Log struct {
 	retry    time.Duration
 	capacity func() (used, limit uint64, ok bool)
 
+	capMu     sync.Mutex // the last reading of capacity
+	capAt     time.Time
+	capKnown  bool
+	capFull   bool
+	capDetail error
+
 	mu      sync.Mutex
 	waiters map[string]chan error
 	onFeed  []func([]chat.FeedItem)
@@ -276,14 +282,15 @@ func (l *Log) WaitApplied(ctx context.Context, seq uint64) error {
 	}
 }
 
-// writeErr is the error a write gets while the log cannot take it. A full
-// store does not refuse here: JetStream answers an append at once, and the
-// first one that fits again shows there is room.
+// writeErr is the error a write gets while the log cannot take it. A store
+// known to be full only because it refused an append (its limit is not
+// visible) does not refuse here: JetStream answers an append at once, and
+// the first one that fits again shows there is room.
 func (l *Log) writeErr() error {
 	if f := l.failed.Load(); f != nil {
 		return &wh.Error{Code: wh.EUnavailable, Reason: f.Reason, Message: "the hub cannot apply changes right now (its database refused a write; it retries on its own): try again shortly", Err: f.Err}
 	}
-	if full, detail := l.capacityFull(); full {
+	if full, _, detail := l.capacityFull(); full {
 		// Refused before the store is asked: a store that runs into a full
 		// disk stops taking writes until it restarts (nats-server 2.x).
 		f := &Failure{Reason: ReasonLogFull, Err: detail}
@@ -298,17 +305,24 @@ func (l *Log) writeErr() error {
 	return nil
 }
 
+// capacityTTL is how long one reading of Capacity serves appends.
+const capacityTTL = 250 * time.Millisecond
+
 // capacityFull reports whether the caller's view of the store (Capacity)
-// says it is full.
-func (l *Log) capacityFull() (bool, error) {
+// says it is full, and whether it has one.
+func (l *Log) capacityFull() (full, known bool, detail error) {
 	if l.capacity == nil {
-		return false, nil
+		return false, false, nil
 	}
-	used, limit, ok := l.capacity()
-	if !ok || limit == 0 {
-		return false, nil
+	l.capMu.Lock()
+	defer l.capMu.Unlock()
+	if time.Since(l.capAt) >= capacityTTL {
+		used, limit, ok := l.capacity()
+		l.capAt, l.capKnown = time.Now(), ok && limit > 0
+		l.capFull = l.capKnown && used >= limit
+		l.capDetail = fmt.Errorf("store %d of %d bytes (its limit, or what its disk has left)", used, limit)
 	}
-	return used >= limit, fmt.Errorf("store %d of %d bytes (its limit, or what its disk has left)", used, limit)
+	return l.capFull, l.capKnown, l.capDetail
 }
 
 // appended notes an append the stream took: it is not full.
@@ -496,11 +510,8 @@ func quorumErr(ci *jetstream.ClusterInfo) error {
 // that is known (a limit the hub can see: the embedded server's, or the
 // account's).
 func (l *Log) storeFull(ctx context.Context) (full, known bool, detail error) {
-	if l.capacity != nil {
-		if _, _, ok := l.capacity(); ok {
-			full, detail := l.capacityFull()
-			return full, true, detail
-		}
+	if full, known, detail := l.capacityFull(); known {
+		return full, true, detail
 	}
 	ai, err := l.js.AccountInfo(ctx)
 	if err == nil && ai.Limits.MaxStore > 0 {
