@@ -83,6 +83,7 @@ func TestBridgeBoundary(t *testing.T) {
 		{"TimeFarPast", wire.KindHeartbeat, `{"agents":[],"at":"` + at(now.Add(-48*time.Hour)) + `"}`, false},
 		{"TimeFarFuture", wire.KindHeartbeat, `{"agents":[],"at":"` + at(now.Add(72*time.Hour)) + `"}`, false},
 		{"BadStatus", wire.KindHeartbeat, `{"agents":[{"name":"demo","status":"root",` + okPolicy + `}],"at":"` + at(now) + `"}`, false},
+		{"BadAgentName", wire.KindHeartbeat, `{"agents":[{"name":"Demo Agent","status":"idle",` + okPolicy + `}],"at":"` + at(now) + `"}`, false},
 		{"TooManyAgents", wire.KindHeartbeat, `{"agents":` + agents(wire.MaxAgents+1) + `,"at":"` + at(now) + `"}`, false},
 		// receipt (publish)
 		{"Malformed", wire.KindReceipt, `{"steerId":`, false},
@@ -91,6 +92,8 @@ func TestBridgeBoundary(t *testing.T) {
 		{"DetailTooLong", wire.KindReceipt, `{"steerId":"s1.demo","agent":"demo","status":"delivered","detail":"` + strings.Repeat("d", wire.MaxDetail+1) + `","at":"` + at(now) + `"}`, false},
 		{"TimeFarFuture", wire.KindReceipt, `{"steerId":"s1.demo","agent":"demo","status":"delivered","at":"` + at(now.Add(30*24*time.Hour)) + `"}`, false},
 		{"UnknownField", wire.KindReceipt, `{"steerId":"s1.demo","agent":"demo","status":"delivered","sql":"drop"}`, false},
+		{"TrailingData", wire.KindReceipt, `{"steerId":"s1.demo","agent":"demo","status":"delivered","at":"` + at(now) + `"}}`, false},
+		{"TimeFarPast", wire.KindReceipt, `{"steerId":"s1.demo","agent":"demo","status":"delivered","at":"` + at(now.Add(-30*24*time.Hour)) + `"}`, false},
 		{"SteerNeverSent", wire.KindReceipt, `{"steerId":"s999999.demo","agent":"demo","status":"delivered","turnId":"t1","at":"` + at(now) + `"}`, false},
 		// turn (publish)
 		{"Malformed", wire.KindTurn, `{"agent":"demo","turnId":`, false},
@@ -123,6 +126,7 @@ func TestBridgeBoundary(t *testing.T) {
 		{"BadID", wire.KindApprovalUpdate, `{"approvalId":"x","agent":"demo","status":"approved","by":"alice"}`, false},
 		{"StatusOnlyTheHubSets", wire.KindApprovalUpdate, `{"approvalId":"` + bobApproval + `","agent":"demo","status":"pending"}`, false},
 		{"UnknownField", wire.KindApprovalUpdate, `{"approvalId":"` + bobApproval + `","agent":"demo","status":"denied","by":"alice","force":true}`, false},
+		{"TrailingData", wire.KindApprovalUpdate, `{"approvalId":"` + bobApproval + `","agent":"demo","status":"expired"} null`, false},
 		{"AnotherBridgesApproval", wire.KindApprovalUpdate, `{"approvalId":"` + bobApproval + `","agent":"helper","status":"denied","by":"bob"}`, false},
 		{"ApprovalNeverAsked", wire.KindApprovalUpdate, `{"approvalId":"a00000000000ffff0","agent":"demo","status":"approved","by":"alice"}`, false},
 		// invitations (request)
