@@ -16,6 +16,9 @@ import (
 // ownSteer checks that a receipt is for a steer sent to this bridge.
 func (l *Link) ownSteer(ctx context.Context, b *chat.Bridge, steerID string) error {
 	r, err := l.rooms.Receipt(ctx, steerID)
+	if wh.ErrorCode(err) == wh.ENotFound && l.caughtUp(ctx) {
+		r, err = l.rooms.Receipt(ctx, steerID)
+	}
 	if wh.ErrorCode(err) == wh.ENotFound {
 		return wh.Errorf(wh.ENotFound, "the hub never sent steer %s", steerID)
 	}
@@ -27,6 +30,23 @@ func (l *Link) ownSteer(ctx context.Context, b *chat.Bridge, steerID string) err
 		return wh.Errorf(wh.EForbidden, "steer %s is not this bridge's", steerID)
 	}
 	return nil
+}
+
+// caughtUp waits briefly until this node has applied all the stream holds
+// now, and reports whether it has: a bridge's messages may be handled by
+// another hub node than the one that recorded what they refer to, so "the
+// hub never heard of it" is judged only on a current projection.
+func (l *Link) caughtUp(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	info, err := l.rooms.Log.Stream().Info(ctx)
+	if err != nil {
+		return false
+	}
+	if l.rooms.Log.Applied() >= info.State.LastSeq {
+		return false // nothing new to read
+	}
+	return l.rooms.Log.WaitApplied(ctx, info.State.LastSeq) == nil
 }
 
 // ownAgent checks that this bridge runs the agent a message is about.
@@ -136,6 +156,9 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) erro
 	}
 	if te.Kind == wire.TurnEnded && a.TurnID != te.TurnID && !l.sawTurn(b.ID, te.Agent, te.TurnID) {
 		known, err := l.rooms.TurnKnown(ctx, a.ID, te.TurnID)
+		if err == nil && !known && l.caughtUp(ctx) {
+			known, err = l.rooms.TurnKnown(ctx, a.ID, te.TurnID)
+		}
 		if err != nil {
 			return nil // not a refusal: the read failed (logged by the caller's next write)
 		}
@@ -204,6 +227,9 @@ func (l *Link) approval(ctx context.Context, b *chat.Bridge, req wire.ApprovalRe
 // decision by anyone but the owner.
 func (l *Link) approvalUpdate(ctx context.Context, b *chat.Bridge, up wire.ApprovalUpdate) error {
 	p, err := l.rooms.ApprovalByID(ctx, up.ApprovalID)
+	if wh.ErrorCode(err) == wh.ENotFound && l.caughtUp(ctx) {
+		p, err = l.rooms.ApprovalByID(ctx, up.ApprovalID)
+	}
 	if wh.ErrorCode(err) == wh.ENotFound {
 		return wh.Errorf(wh.ENotFound, "the hub has no approval %s", up.ApprovalID)
 	}
