@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
@@ -92,11 +93,15 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// printf writes one line to the live log.
+// printf writes one line to the live log. Its arguments carry names, turn
+// ids, summaries and errors that came from the hub, teammates or a model, so
+// the line goes through termsafe: no argument can end the line, move the
+// cursor or hide text.
 func (b *Bridge) printf(format string, args ...any) {
+	line := termsafe.Sprintf(format, args...)
 	b.outMu.Lock()
 	defer b.outMu.Unlock()
-	fmt.Fprintf(b.cfg.Out, "%s  %s\n", b.cfg.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	fmt.Fprintf(b.cfg.Out, "%s  %s\n", b.cfg.Now().Format("15:04:05"), line)
 }
 
 // Run connects to the hub, starts the agents and serves until ctx ends.

@@ -83,7 +83,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := c.Save(f.creds); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "Paired as bridge %s of @%s. Credentials saved to %s (0600).\nNext: write a config (see docs/bridge.example.toml) and run: wheelhouse bridge run --config FILE\n", c.BridgeID, c.Owner, f.creds)
+		fmt.Fprintf(stdout, "Paired as bridge %s of @%s. Credentials saved to %s (0600).\nNext: write a config (see docs/bridge.example.toml) and run: wheelhouse bridge run --config FILE\n", cell(c.BridgeID), cell(c.Owner), f.creds)
 		return nil
 	case "run":
 		creds, err := bridge.LoadCredentials(f.creds)
@@ -133,7 +133,7 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tAGENT\tROOM\tASKED BY\tSTATUS")
 		for _, in := range invs {
-			fmt.Fprintf(tw, "%d\t@%s\t%s\t@%s\t%s\n", in.ID, in.Agent, in.Room, in.RequestedBy, in.Status)
+			fmt.Fprintf(tw, "%d\t@%s\t%s\t@%s\t%s\n", in.ID, cell(in.Agent), cell(in.Room), cell(in.RequestedBy), cell(in.Status))
 		}
 		return tw.Flush()
 	default:

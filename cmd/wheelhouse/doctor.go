@@ -12,6 +12,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/claude"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/harnesses"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 )
 
 // runDoctor checks this machine's bridge: credentials, the hub, NATS, the
@@ -32,9 +33,11 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			mark = "FAIL"
 			problems++
 		}
-		fmt.Fprintf(stdout, "%s %s", mark, what)
+		// Details quote the hub, settings files from the project and the
+		// hook's records: all printed through termsafe.
+		fmt.Fprintf(stdout, "%s %s", mark, termsafe.Line(what))
 		if detail != "" {
-			fmt.Fprintf(stdout, ": %s", detail)
+			fmt.Fprintf(stdout, ": %s", termsafe.Line(detail))
 		}
 		fmt.Fprintln(stdout)
 	}
@@ -94,7 +97,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, dir := range attached {
 		r := claude.Doctor(dir)
 		report(r.OK(), "claude hook in "+dir, "")
-		fmt.Fprint(stdout, indent(r.String()))
+		fmt.Fprint(stdout, indent(termsafe.Text(r.String())))
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	_, err = bridge.Control(cctx, *sock, bridge.ControlRequest{Op: "list"})

@@ -13,6 +13,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
@@ -64,7 +65,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return wh.Errorf(wh.EUnavailable, "the hub's answer was not readable: %v", err)
 	}
 	if resp.StatusCode != 200 {
-		return wh.Errorf(wh.EInvalid, "the hub said: %s", body.Error.Message)
+		return wh.Errorf(wh.EInvalid, "the hub said: %s", termsafe.Line(body.Error.Message))
 	}
 	if *verify {
 		if *turn != "" {
@@ -72,10 +73,10 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		if bad := room.VerifyTimeline(body.Entries); bad >= 0 {
 			e := body.Entries[bad]
-			fmt.Fprintf(stdout, "BROKEN: entry %d (seq %d, %s at %s) does not match the chain: it or an earlier entry was changed\n", bad+1, e.Seq, e.Kind, e.At.Format(time.RFC3339))
+			fmt.Fprintf(stdout, "BROKEN: entry %d (seq %d, %s at %s) does not match the chain: it or an earlier entry was changed\n", bad+1, e.Seq, cell(e.Kind), e.At.Format(time.RFC3339))
 			return fmt.Errorf("timeline of @%s/%s failed verification at seq %d", owner, name, e.Seq)
 		}
-		fmt.Fprintf(stdout, "OK: %d entries, hash chain intact (last %s)\n", len(body.Entries), lastHash(body.Entries))
+		fmt.Fprintf(stdout, "OK: %d entries, hash chain intact (last %s)\n", len(body.Entries), cell(lastHash(body.Entries)))
 		return nil
 	}
 	if *js {
@@ -90,7 +91,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tSEQ\tEVENT\tTURN\tBY\tDETAIL")
 	for _, e := range body.Entries {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.At.Local().Format("2006-01-02 15:04:05"), e.Seq, e.Kind, e.TurnID, at(e.Actor), oneLine(string(e.Detail), 80))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.At.Local().Format("2006-01-02 15:04:05"), e.Seq, cell(e.Kind), cell(e.TurnID), cell(at(e.Actor)), oneLine(string(e.Detail), 80))
 	}
 	return tw.Flush()
 }
