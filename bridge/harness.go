@@ -83,6 +83,12 @@ type ApprovalAsk struct {
 	Call    ToolCall
 	Summary string // human words: the command line, the files
 	Diff    string // for file changes
+	// Tainted is the harness's own record that words from someone other
+	// than the owner reached the session this call comes from (a Claude
+	// Code conversation keeps them across turns and bridge restarts). The
+	// gate must then treat the call as tainted whatever the turn's
+	// steerers say: an explicit owner decision, never auto-approval.
+	Tainted bool
 }
 
 // Gate is the bridge's approval gate, handed to a harness at construction.
