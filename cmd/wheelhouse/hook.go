@@ -19,7 +19,7 @@ func runHook(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	rest := args[1:]
 	if len(rest) == 0 {
-		code := claude.RunHook(ctx, os.Stdin, stdout, os.Environ(), hookStateDir())
+		code := claude.RunHook(ctx, os.Stdin, stdout, os.Environ(), "")
 		if code != 0 {
 			os.Exit(code)
 		}
@@ -54,14 +54,6 @@ func defaultHookCommand() string {
 		return shellQuote(fast) + " claude"
 	}
 	return shellQuote(self) + " hook claude"
-}
-
-func hookStateDir() string {
-	d, err := os.UserConfigDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "wheelhouse")
 }
 
 func shellQuote(s string) string {
