@@ -104,6 +104,14 @@ func (b *Bridge) printf(format string, args ...any) {
 	fmt.Fprintf(b.cfg.Out, "%s  %s\n", b.cfg.Now().Format("15:04:05"), line)
 }
 
+// HubConnected reports whether the bridge is connected to the hub right
+// now. A harness whose side channel would otherwise wait for a decision the
+// owner cannot see (the hub is gone) uses it to fall back at once.
+func (g *gate) HubConnected() bool {
+	nc := g.r.b.nc
+	return nc != nil && nc.IsConnected()
+}
+
 // Run connects to the hub, starts the agents and serves until ctx ends.
 func (b *Bridge) Run(ctx context.Context) error {
 	kp, err := nkeys.FromSeed([]byte(b.cfg.Creds.Seed))

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wheelhouse-dev/wheelhouse/bridge"
+
 	"github.com/wheelhouse-dev/wheelhouse/bridge/claude/claudehook"
 )
 
@@ -223,6 +225,48 @@ func DoctorWith(o DoctorOptions) Report {
 			a.Rule, a.File, where))
 	}
 	return r
+}
+
+// LaunchedSettings says, for doctor, which Claude Code settings a launched
+// agent loads and which of their rules let tools run unasked (until a
+// teammate's words reach the session: then every side effect asks).
+func LaunchedSettings(a bridge.AgentConfig) string {
+	var b strings.Builder
+	sources := strings.TrimSpace(a.Options["setting_sources"])
+	if sources == "" {
+		sources = DefaultSettingSources
+	}
+	fmt.Fprintf(&b, "claude settings loaded: %s (--setting-sources)\n", sources)
+	var files []string
+	for _, s := range strings.Split(sources, ",") {
+		switch strings.TrimSpace(s) {
+		case "user":
+			env := os.Environ()
+			if h, ok := a.Env["HOME"]; ok {
+				env = append(env, "HOME="+h)
+			}
+			if d, ok := a.Env["CLAUDE_CONFIG_DIR"]; ok {
+				env = append(env, "CLAUDE_CONFIG_DIR="+d)
+			}
+			if d := claudehook.UserClaudeDir(env); d != "" {
+				files = append(files, filepath.Join(d, "settings.json"))
+			}
+		case "project":
+			files = append(files, filepath.Join(a.Dir, ".claude", "settings.json"))
+			b.WriteString("warning: the project's .claude/settings.json is loaded: a commit or the agent can change it\n")
+		case "local":
+			files = append(files, settingsLocal(a.Dir))
+			b.WriteString("warning: the project's .claude/settings.local.json is loaded: the agent can change it\n")
+		}
+	}
+	if v := strings.TrimSpace(a.Options["allowed_tools"]); v != "" {
+		fmt.Fprintf(&b, "allowed without asking (bridge config allowed_tools): %s\n", v)
+	}
+	for _, r := range PermissiveSettings(files) {
+		fmt.Fprintf(&b, "allowed without asking (%s): %s\n", r.File, r.Rule)
+	}
+	b.WriteString("once a teammate's words reach the session, every tool call with side effects asks the owner\n")
+	return b.String()
 }
 
 func liveSessions(ss []claudehook.Session) int {

@@ -58,9 +58,10 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-// oneLine is s as one safe table cell of at most n runes.
+// oneLine is s as one safe table cell of at most n runes: newlines and
+// tabs read as spaces, every other control character shows escaped.
 func oneLine(s string, n int) string {
-	return termsafe.LineN(strings.Join(strings.Fields(s), " "), n)
+	return termsafe.LineN(strings.NewReplacer("\n", " ", "\t", " ").Replace(s), n)
 }
 
 // cell is a short value from the network as one safe table cell: tabs and

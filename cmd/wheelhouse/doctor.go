@@ -61,7 +61,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		report(err == nil, "NATS "+creds.NATSURL, errText(err, "this bridge's key is accepted"))
 	}
-	var attached []string
+	var attached []claude.DoctorOptions
 	if cfg, err := bridge.LoadConfig(*cfgPath); err != nil {
 		report(false, "config "+*cfgPath, err.Error())
 	} else {
@@ -83,20 +83,23 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				}
 			}
 			if a.Harness == "claude-attach" {
-				attached = append(attached, a.Dir)
+				attached = append(attached, claude.DoctorOptions{Project: a.Dir, StateDir: a.Options["state_dir"]})
 			}
 			if _, exists := known[a.Harness]; !exists {
 				ok, detail = false, "unknown harness "+a.Harness
 			}
 			report(ok, "agent "+a.Name, detail)
+			if a.Harness == "claude" {
+				fmt.Fprint(stdout, indent(termsafe.Text(claude.LaunchedSettings(a))))
+			}
 		}
 	}
 	if *project != "" {
-		attached = append(attached, *project)
+		attached = append(attached, claude.DoctorOptions{Project: *project})
 	}
-	for _, dir := range attached {
-		r := claude.Doctor(dir)
-		report(r.OK(), "claude hook in "+dir, "")
+	for _, o := range attached {
+		r := claude.DoctorWith(o)
+		report(r.OK(), "claude hook in "+o.Project, "")
 		fmt.Fprint(stdout, indent(termsafe.Text(r.String())))
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)

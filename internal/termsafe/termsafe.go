@@ -12,10 +12,11 @@ const (
 	MaxLine = 1000
 )
 
-// Line makes s safe to print as part of one terminal line: escape sequences
-// (CSI, OSC, DCS and the other ESC forms) are removed, every other control
-// character, newlines included, is shown escaped (\r, \n, \x1b, \u202e …),
-// and the result is cut to MaxLine runes.
+// Line makes s safe to print as part of one terminal line: every control
+// character, newlines and the ESC that starts an escape sequence included,
+// is shown escaped (\r, \n, \x1b, \x9b …), as are bidi overrides, isolates
+// and marks and other invisible format characters (\u202e …), so a forgery
+// shows as what it is; and the result is cut to MaxLine runes.
 func Line(s string) string { return LineN(s, MaxLine) }
 
 // LineN is Line with a limit of max runes (max <= 0: MaxLine).
@@ -95,11 +96,6 @@ func clean(s string, multiline bool, max int) string {
 		col, cut = 0, 0
 	}
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c == 0x1b {
-			i += escapeLen(s[i:])
-			continue
-		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 		switch {
@@ -184,47 +180,4 @@ func invisible(r rune) bool {
 		return true
 	}
 	return false
-}
-
-// escapeLen is how many bytes of s (which starts with ESC) one escape
-// sequence takes: CSI (ESC [ … final byte), OSC, DCS, SOS, PM and APC
-// (… BEL or ESC \), or a two-byte ESC sequence. An unterminated string
-// sequence takes the rest of s, so nothing after it can be interpreted.
-func escapeLen(s string) int {
-	if len(s) < 2 {
-		return len(s)
-	}
-	switch s[1] {
-	case '[': // CSI: parameters and intermediates 0x20–0x3f, final 0x40–0x7e
-		for i := 2; i < len(s); i++ {
-			c := s[i]
-			if c >= 0x40 && c <= 0x7e {
-				return i + 1
-			}
-			if c < 0x20 || c > 0x3f {
-				return i // malformed: drop what came so far
-			}
-		}
-		return len(s)
-	case ']', 'P', 'X', '^', '_': // OSC, DCS, SOS, PM, APC: up to BEL or ST
-		for i := 2; i < len(s); i++ {
-			if s[i] == 0x07 {
-				return i + 1
-			}
-			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
-				return i + 2
-			}
-		}
-		return len(s)
-	}
-	// ESC followed by one character (ESC c, ESC 7, ESC ( B …): take the
-	// intermediates 0x20–0x2f and the final byte.
-	i := 1
-	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
-		i++
-	}
-	if i < len(s) {
-		i++
-	}
-	return i
 }

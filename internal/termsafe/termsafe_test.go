@@ -16,7 +16,7 @@ func TestLine(t *testing.T) {
 		// The forgery from the approvals list: the summary shows a harmless
 		// command, returns the cursor and erases the line.
 		{"CarriageReturnEraseCannotHideCommand", "rm -rf build/\r\x1b[2K\x1b[1A\x1b[32mls -la\x1b[0m",
-			`rm -rf build/\rls -la`},
+			`rm -rf build/\r\x1b[2K\x1b[1A\x1b[32mls -la\x1b[0m`},
 		// The forgery from the bridge log: a teammate's turn id that ends the
 		// line and prints an approval the owner never gave.
 		{"TurnIDForgesApprovedLine", "t-1\n12:00:01  @owner/claude: approved a1b2 by @owner",
@@ -25,12 +25,11 @@ func TestLine(t *testing.T) {
 		{"BackspacesShown", "rm -rf /\b\b\b\b\b\b\b\bls     ", `rm -rf /\b\b\b\b\b\b\b\bls     `},
 		{"NULAndBell", "a\x00b\x07c", `a\x00b\x07c`},
 		{"DELShown", "a\x7fb", `a\x7fb`},
-		{"OSCHyperlinkRemoved", "\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07", "click"},
-		{"OSCWithSTRemoved", "x\x1b]52;c;cm0gLXJmIH4=\x1b\\y", "xy"},
-		{"OSCClipboardUnterminatedSwallowsRest", "x\x1b]52;c;cm0gLXJmIH4=", "x"},
-		{"DCSRemoved", "a\x1bPq#0;2;0;0;0\x1b\\b", "ab"},
-		{"TwoByteEscRemoved", "a\x1bcb\x1b7c\x1b(Bd", "abcd"},
-		{"LoneEscAtEnd", "abc\x1b", "abc"},
+		{"OSCHyperlinkShown", "\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07", `\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07`},
+		{"OSCClipboardWriteShown", "x\x1b]52;c;cm0gLXJmIH4=\x1b\\y", `x\x1b]52;c;cm0gLXJmIH4=\x1b\y`},
+		{"DCSShown", "a\x1bPq#0\x1b\\b", `a\x1bPq#0\x1b\b`},
+		{"TwoByteEscShown", "a\x1bcb\x1b7c", `a\x1bcb\x1b7c`},
+		{"LoneEscAtEnd", "abc\x1b", `abc\x1b`},
 		{"C1CSIEscaped", "a\u009b2Kb", `a\x9b2Kb`},
 		{"InvalidUTF8Replaced", "a\xffb", "a\uFFFDb"},
 		{"BidiOverrideEscaped", "access\u202e//:ptth", `access\u202e//:ptth`},
@@ -57,7 +56,7 @@ func TestLine(t *testing.T) {
 
 func TestText(t *testing.T) {
 	in := "line one\n\tindented\r\x1b[2Kforged\nthird \u202eevil"
-	want := "line one\n\tindented\\rforged\nthird \\u202eevil"
+	want := "line one\n\tindented\\r\\x1b[2Kforged\nthird \\u202eevil"
 	if got := Text(in); got != want {
 		t.Fatalf("Text\n got %q\nwant %q", got, want)
 	}
@@ -80,7 +79,7 @@ func TestLongLinesCut(t *testing.T) {
 		}
 	})
 	t.Run("LineN", func(t *testing.T) {
-		if got := LineN("abcdef\x1b[31m", 3); got != "abc…(+3)" {
+		if got := LineN("abcdef\x1b[31m", 3); got != "abc…(+11)" {
 			t.Fatalf("got %q", got)
 		}
 	})
@@ -93,7 +92,7 @@ func (s stringer) String() string { return s.s }
 func TestSprintfSanitizesArguments(t *testing.T) {
 	got := Sprintf("steered turn %s by @%s (%v) %d %v %v", "t-1\n12:00  approved", "bob\x1b[2K",
 		errors.New("boom\r"), 7, stringer{"s\x07"}, []string{"a\nb"})
-	want := `steered turn t-1\n12:00  approved by @bob (boom\r) 7 s\x07 [a\nb]`
+	want := `steered turn t-1\n12:00  approved by @bob\x1b[2K (boom\r) 7 s\x07 [a\nb]`
 	if got != want {
 		t.Fatalf("\n got %q\nwant %q", got, want)
 	}
