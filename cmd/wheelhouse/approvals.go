@@ -33,7 +33,12 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if *js {
-		return json.NewEncoder(stdout).Encode(rep.Approvals)
+		b, err := json.Marshal(rep.Approvals)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(termsafe.JSON(b), '\n'))
+		return err
 	}
 	if len(rep.Approvals) == 0 {
 		fmt.Fprintln(stdout, "No approval requests are waiting.")

@@ -80,9 +80,12 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	if *js {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(body.Entries)
+		b, err := json.MarshalIndent(body.Entries, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(termsafe.JSON(b), '\n'))
+		return err
 	}
 	if len(body.Entries) == 0 {
 		fmt.Fprintf(stdout, "@%s/%s has no timeline entries yet.\n", owner, name)

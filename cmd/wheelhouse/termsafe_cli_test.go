@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ type forger struct {
 }
 
 const (
-	forgedSummary = "rm -rf build/\r\x1b[2K\x1b[1A\x1b[32mls -la\x1b[0m"
+	forgedSummary = "rm -rf build/\r\x1b[2K\x1b[1A\x1b[32mls -la\x1b[0m \u202e"
 	forgedTurn    = "t-1\r\x1b[2K"
 )
 
@@ -87,11 +88,21 @@ func TestTerminalOutputSanitized(t *testing.T) {
 		return strings.Contains(insp, "approval.requested")
 	})
 
+	t.Run("ApprovalsJSON", func(t *testing.T) {
+		out, code := runCmd(t, "approvals", "--socket", br.Socket, "--json")
+		var got []map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &got) != nil || len(got) != 1 || got[0]["summary"] != forgedSummary {
+			t.Fatalf("--json: %d %s", code, out)
+		}
+		if strings.ContainsRune(out, 0x202e) || strings.ContainsRune(out, 0x1b) {
+			t.Fatalf("--json printed a raw control or bidi character: %q", out)
+		}
+	})
 	for name, c := range map[string]struct {
 		out  string
 		want string
 	}{
-		"Approvals": {list, `rm -rf build/\r\x1b[2K\x1b[1A\x1b[32mls -la\x1b[0m`},
+		"Approvals": {list, `rm -rf build/\r\x1b[2K\x1b[1A\x1b[32mls -la\x1b[0m \u202e`},
 		"BridgeLog": {log, `turn t-0\n12:00:01  @alice/forger: approved a1 by @alice`},
 		"Inspect":   {insp, `t-1\r\x1b[2K`},
 	} {

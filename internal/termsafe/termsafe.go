@@ -181,3 +181,35 @@ func invisible(r rune) bool {
 	}
 	return false
 }
+
+// JSON makes encoding/json output safe to print: the encoder already
+// escapes C0 controls, but leaves DEL, C1 controls and bidi or other
+// invisible characters raw inside strings. They are rewritten as \uXXXX
+// escapes, which mean the same characters to any JSON reader. Invalid
+// UTF-8 becomes U+FFFD, as a JSON reader would read it.
+func JSON(b []byte) []byte {
+	safe := true
+	for _, c := range b {
+		if c == 0x7f || c >= 0x80 {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out = append(out, `\ufffd`...)
+		case r == 0x7f || (r >= 0x80 && r <= 0x9f) || invisible(r):
+			out = fmt.Appendf(out, `\u%04x`, r)
+		default:
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}

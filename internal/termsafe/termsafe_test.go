@@ -1,6 +1,7 @@
 package termsafe
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -136,4 +137,20 @@ func FuzzLine(f *testing.F) {
 			t.Fatalf("not idempotent on %q", s)
 		}
 	})
+}
+
+func TestJSON(t *testing.T) {
+	in := []byte(`{"summary":"a` + "\u202e\x7f\u009b" + `b","ok":"café"}`)
+	got := JSON(in)
+	want := `{"summary":"a\u202e\u007f\u009bb","ok":"café"}`
+	if string(got) != want {
+		t.Fatalf("got %s", got)
+	}
+	var a, b map[string]string
+	if json.Unmarshal(in, &a) != nil || json.Unmarshal(got, &b) != nil || a["summary"] != b["summary"] {
+		t.Fatalf("the escaped JSON means something else: %q vs %q", a, b)
+	}
+	if plain := []byte(`{"a":"b"}`); &JSON(plain)[0] != &plain[0] {
+		t.Error("plain ASCII was copied")
+	}
 }
