@@ -382,6 +382,10 @@ func TestAttachedAddressing(t *testing.T) {
 		if out, _ := runHook(t, m, readAs(sessNew)); !strings.Contains(out, "NOTE-2") {
 			t.Fatalf("bound session missed NOTE-2: %q", out)
 		}
+		runHook(t, m, readAs(sessOld))
+		if rep := doctorOn(m); rep.BoundSession != sessNew || !strings.Contains(rep.String(), "notes go to Claude Code session "+sessNew) {
+			t.Errorf("doctor does not say where notes go while another session is busier:\n%s", rep)
+		}
 	})
 	t.Run("EndedSessionRebindsPendingNotes", func(t *testing.T) {
 		m := newMachine(t)

@@ -192,6 +192,16 @@ func DoctorWith(o DoctorOptions) Report {
 	if b, err := os.ReadFile(filepath.Join(proj.Root, boundName)); err == nil {
 		r.BoundSession = strings.TrimSpace(string(b))
 	}
+	if r.BoundSession != "" && len(r.Sessions) > 0 && r.Sessions[0].ID != r.BoundSession {
+		bound := "has ended"
+		for _, s := range r.Sessions {
+			if s.ID == r.BoundSession {
+				bound = "last ran a hook " + s.LastSeen.Format(time.RFC3339)
+			}
+		}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("notes go to Claude Code session %s, which %s; session %s ran since. If %s is gone, resume it (claude --resume) or name a session in option session",
+			r.BoundSession, bound, r.Sessions[0].ID, r.BoundSession))
+	}
 	if live := liveSessions(r.Sessions); live > 1 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d Claude Code sessions ran in this project in the last day; notes go to one of them only (marked), or set option session = \"all\"", live))
 	}
