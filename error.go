@@ -17,6 +17,7 @@ const (
 	ERateLimited     = "rate_limited"
 	EUnavailable     = "unavailable"
 	ETooLarge        = "too_large"
+	EStorageFull     = "storage_full"
 	EInternal        = "internal"
 )
 

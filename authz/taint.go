@@ -17,7 +17,7 @@ func Tainted(owner string, steeredBy []string) bool {
 // NeedsOwnerDecision reports whether a tool call needs an explicit owner
 // decision. In a tainted turn every approval-worthy call does, whatever the
 // owner's auto-approve list says; otherwise only tools not on that list
-// (matched exactly) do.
+// (matched exactly) do. Turns that carried data use TurnInputs instead.
 func NeedsOwnerDecision(tainted bool, tool string, autoApprove []string) bool {
 	if tainted || tool == "" {
 		return true

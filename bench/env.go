@@ -11,15 +11,15 @@ import (
 	"os"
 	"time"
 
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/hub"
-	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
 // env is a hub started for measuring, with an admin and a room.
 type env struct {
 	h     *hub.Hub
 	dir   string
-	admin *room.User
+	admin *chat.User
 	token string
 }
 

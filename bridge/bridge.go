@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,8 +33,16 @@ type Config struct {
 	Out io.Writer
 	// ControlSocket is the local socket for `wheelhouse approve` ("" = none).
 	ControlSocket string
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// CallTimeout bounds every call into a harness (default
+	// DefaultCallTimeout); the hub waits for a steer's answer this long
+	// past its deadline.
+	CallTimeout time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
+
+	// JournalDir holds each agent's append-only journal (JournalPath); ""
+	// keeps none. `bridge run` uses DefaultJournalDir.
+	JournalDir string
 }
 
 // Bridge is the per-machine daemon.
@@ -47,7 +56,19 @@ type Bridge struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	control *controlServer
+	// offset is the hub's clock minus ours (nanoseconds), learned at each
+	// announce: steer deadlines are judged on the hub's clock.
+	offset atomic.Int64
+
+	liveMu   sync.Mutex
+	lastTick time.Time // the heartbeat loop's last run (wall clock)
+	cutoff   bool      // a gap was seen; cleared by the next announce
+
+	announcing, reannounceAgain atomic.Bool
 }
+
+// hubNow is the hub's clock as this bridge best knows it.
+func (b *Bridge) hubNow() time.Time { return b.cfg.Now().Add(time.Duration(b.offset.Load())) }
 
 // New validates the config and builds the agents' harnesses (not started).
 func New(cfg Config) (*Bridge, error) {
@@ -63,6 +84,9 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
 	b := &Bridge{cfg: cfg, log: cfg.Logger, agents: map[string]*runner{}, stop: make(chan struct{})}
 	for _, ac := range cfg.Agents {
 		f, ok := cfg.Harnesses[ac.Harness]
@@ -77,12 +101,25 @@ func New(cfg Config) (*Bridge, error) {
 		r := newRunner(b, ac, pol)
 		h, err := f(Deps{Agent: ac, Gate: r.gate, Events: r.onEvent, Log: b.log.With("agent", ac.Name)})
 		if err != nil {
+			b.closeJournals()
 			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 		}
 		r.h = h
 		b.agents[ac.Name] = r
+		if cfg.JournalDir != "" {
+			if r.jr, err = openJournal(JournalPath(cfg.JournalDir, cfg.Creds.Owner, ac.Name), cfg.Now); err != nil {
+				b.closeJournals()
+				return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
+			}
+		}
 	}
 	return b, nil
+}
+
+func (b *Bridge) closeJournals() {
+	for _, r := range b.agents {
+		r.jr.close()
+	}
 }
 
 func keys[V any](m map[string]V) []string {
@@ -174,10 +211,17 @@ func (b *Bridge) Run(ctx context.Context) error {
 		} else {
 			b.printf("@%s/%s ready (%s)", b.cfg.Creds.Owner, r.cfg.Name, r.h.Kind())
 		}
+		for _, note := range GatingNotes(r.h, r.getPolicy()) {
+			b.printf("@%s/%s: %s", b.cfg.Creds.Owner, r.cfg.Name, note)
+		}
 	}
 	if err := b.announce(ctx); err != nil {
 		b.closeAgents()
 		return err
+	}
+	for _, r := range b.agents {
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); r.serve(b.stop) }()
 	}
 	if b.cfg.ControlSocket != "" {
 		b.control, err = startControl(b, b.cfg.ControlSocket)
@@ -190,6 +234,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	b.printf("connected to %s as bridge %s (owner @%s), %d agent(s)", b.cfg.Creds.Hub, id, b.cfg.Creds.Owner, len(b.agents))
 	t := time.NewTicker(wire.HeartbeatInterval)
 	defer t.Stop()
+	b.tick()
 	for {
 		b.heartbeat()
 		select {
@@ -197,12 +242,86 @@ func (b *Bridge) Run(ctx context.Context) error {
 			b.shutdown()
 			return nil
 		case <-connected:
-			if err := b.announce(ctx); err != nil {
-				b.log.Warn("announce after reconnect failed", "err", err)
-			}
+			b.reannounceAsync(ctx)
 		case <-t.C:
+			if b.tick() {
+				// This process did not run for a while (stopped, asleep):
+				// the hub may have declared it offline and ended its work.
+				b.printf("this bridge was not running for a while; checking with the hub before delivering anything queued")
+				b.reannounceAsync(ctx)
+			}
 		}
 	}
+}
+
+// tick records that the heartbeat loop ran; it reports a gap long enough
+// that the hub may have declared this bridge offline (and then marks the
+// bridge cut off until the next announce).
+func (b *Bridge) tick() bool {
+	b.liveMu.Lock()
+	defer b.liveMu.Unlock()
+	now := time.Now().Round(0) // wall clock: it also moves while the machine sleeps
+	gap := !b.lastTick.IsZero() && now.Sub(b.lastTick) > wire.OfflineAfter/2
+	b.lastTick = now
+	if gap {
+		b.cutoff = true
+	}
+	return gap
+}
+
+// cutOff reports whether the bridge may have been declared offline and has
+// not yet re-announced: queued work waits.
+func (b *Bridge) cutOff() bool {
+	b.liveMu.Lock()
+	defer b.liveMu.Unlock()
+	return b.cutoff || (!b.lastTick.IsZero() && time.Now().Round(0).Sub(b.lastTick) > wire.OfflineAfter/2)
+}
+
+// reannounceAsync re-announces off the heartbeat loop (heartbeats must go
+// on while the hub is slow to answer), one at a time, retrying until it
+// succeeds or a newer one takes over.
+func (b *Bridge) reannounceAsync(ctx context.Context) {
+	if !b.announcing.CompareAndSwap(false, true) {
+		b.reannounceAgain.Store(true)
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer b.announcing.Store(false)
+		for {
+			b.reannounceAgain.Store(false)
+			if b.reannounce(ctx) && !b.reannounceAgain.Load() {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-b.stop:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// reannounce tells the hub this bridge's agents again (after a reconnect
+// or a gap), then lets queued work go on. It reports success.
+func (b *Bridge) reannounce(ctx context.Context) bool {
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := b.announce(actx); err != nil {
+		b.log.Warn("announce failed; retrying", "err", err)
+		return false
+	}
+	b.liveMu.Lock()
+	b.cutoff = false
+	b.liveMu.Unlock()
+	for _, r := range b.agents {
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); r.deliverQueued() }()
+	}
+	return true
 }
 
 func (b *Bridge) shutdown() {
@@ -226,23 +345,43 @@ func (b *Bridge) closeAgents() {
 }
 
 func (b *Bridge) announce(ctx context.Context) error {
-	a := wire.Announce{Version: wire.Version}
+	a := wire.Announce{Version: wire.Version, CallTimeout: wire.Duration(b.cfg.CallTimeout)}
 	for _, r := range b.agents {
 		a.Agents = append(a.Agents, r.info())
 	}
 	data, _ := json.Marshal(a)
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	sent := b.cfg.Now()
 	m, err := b.nc.RequestWithContext(rctx, wire.FromBridge(b.cfg.Creds.BridgeID, wire.KindAnnounce), data)
 	if err != nil {
 		return wh.Errorf(wh.EUnavailable, "the hub did not answer the announcement: %v", err)
 	}
+	got := b.cfg.Now()
 	var ack wire.AnnounceAck
 	if err := json.Unmarshal(m.Data, &ack); err != nil || !ack.OK {
 		return wh.Errorf(wh.EInvalid, "the hub refused this bridge's agents: %s", ack.Message)
 	}
 	if ack.Owner != b.cfg.Creds.Owner {
 		return wh.Errorf(wh.EInvalid, "the hub says this bridge belongs to @%s, the credentials say @%s: pair again", ack.Owner, b.cfg.Creds.Owner)
+	}
+	if !ack.HubTime.IsZero() {
+		// The hub read its clock about halfway through the round trip.
+		mid := sent.Add(got.Sub(sent) / 2)
+		b.offset.Store(int64(ack.HubTime.Sub(mid)))
+	}
+	// What the hub ended while this bridge was away ends here too, before
+	// anything queued is delivered.
+	for _, c := range ack.Resync {
+		if r := b.agents[c.Agent]; r != nil {
+			r.resync(c)
+		}
+	}
+	for name, why := range ack.Refused {
+		if r := b.agents[name]; r != nil {
+			r.setFailed(why)
+			b.printf("@%s/%s is not running here: %s", b.cfg.Creds.Owner, name, why)
+		}
 	}
 	for name, p := range ack.Policies {
 		if r := b.agents[name]; r != nil {
@@ -273,21 +412,36 @@ func respond(m *nats.Msg, v any) {
 	m.Respond(data)
 }
 
+// onSteer hands a steer to its agent's worker: one slow or hung agent
+// never holds up steers for the others.
 func (b *Bridge) onSteer(m *nats.Msg) {
 	var st wire.Steer
 	if err := json.Unmarshal(m.Data, &st); err != nil {
+		b.log.Warn("refused an undecodable steer", "err", err)
 		respond(m, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonNotAllowed, Detail: "the bridge could not read the steer"})
+		return
+	}
+	if err := st.Validate(); err != nil {
+		b.log.Warn("refused an invalid steer", "err", err)
+		respond(m, wire.Receipt{SteerID: st.ID, Agent: st.Agent, Status: wire.StatusRejected, Reason: wire.ReasonNotAllowed, Detail: "the bridge refused the steer: " + wh.ErrorMessage(err), At: b.cfg.Now().UTC()})
 		return
 	}
 	r := b.agents[st.Agent]
 	if r == nil {
-		respond(m, wire.Receipt{SteerID: st.ID, Agent: st.Agent, Status: wire.StatusRejected, Reason: wire.ReasonUnknownAgent, Detail: "this bridge has no agent " + st.Agent, At: b.cfg.Now()})
+		respond(m, wire.Receipt{SteerID: st.ID, Agent: st.Agent, Status: wire.StatusRejected, Reason: wire.ReasonUnknownAgent, Detail: "this bridge has no agent " + st.Agent, At: b.cfg.Now().UTC()})
 		return
 	}
-	rc := r.steer(st)
-	rc.SteerID, rc.Agent, rc.At = st.ID, st.Agent, b.cfg.Now().UTC()
-	respond(m, rc)
-	b.heartbeat()
+	ok := r.submit(func() {
+		rc := r.steer(st)
+		rc.SteerID, rc.Agent, rc.At = st.ID, st.Agent, b.cfg.Now().UTC()
+		r.journalSteer(st, rc)
+		respond(m, rc)
+		b.heartbeat()
+	})
+	if !ok {
+		respond(m, wire.Receipt{SteerID: st.ID, Agent: st.Agent, Status: wire.StatusRejected, Reason: wire.ReasonAgentBusy,
+			Detail: fmt.Sprintf("@%s has %d messages waiting to be handed to it; send again later", st.Agent, workQueue), At: b.cfg.Now().UTC()})
+	}
 }
 
 func (b *Bridge) onControl(m *nats.Msg) {
@@ -301,17 +455,22 @@ func (b *Bridge) onControl(m *nats.Msg) {
 		respond(m, wire.Ack{Code: wh.ENotFound, Message: "no agent " + c.Agent})
 		return
 	}
-	if c.By != b.cfg.Creds.Owner {
+	if c.By != b.cfg.Creds.Owner && c.Action != wire.ControlResync {
 		respond(m, wire.Ack{Code: wh.EForbidden, Message: "only the owner controls this agent"})
 		return
 	}
 	switch c.Action {
-	case "interrupt":
+	case wire.ControlInterrupt:
 		if err := r.interrupt(c.By); err != nil {
 			respond(m, wire.Ack{Code: wh.EConflict, Message: err.Error()})
 			return
 		}
-	case "policy":
+	case wire.ControlResync:
+		respond(m, wire.Ack{OK: true})
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); r.resync(c); b.heartbeat() }()
+		return
+	case wire.ControlPolicy:
 		if c.Policy != nil {
 			r.setPolicy(*c.Policy)
 			b.printf("@%s/%s policy changed by @%s", b.cfg.Creds.Owner, r.cfg.Name, c.By)
@@ -327,6 +486,11 @@ func (b *Bridge) onDecision(m *nats.Msg) {
 	var d wire.Decision
 	if err := json.Unmarshal(m.Data, &d); err != nil {
 		respond(m, wire.Ack{Code: wh.EInvalid, Message: "undecodable decision"})
+		return
+	}
+	if err := d.Validate(); err != nil {
+		b.log.Warn("refused an invalid decision", "err", err)
+		respond(m, wire.Ack{Code: wh.EInvalid, Message: wh.ErrorMessage(err)})
 		return
 	}
 	r := b.agents[d.Agent]

@@ -42,6 +42,32 @@ func (g *gate) pendingCount() int {
 	return len(g.pending)
 }
 
+// pendingIDs lists the ids of the requests waiting for the owner.
+func (g *gate) pendingIDs() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for id := range g.pending {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// void denies one waiting request (reported to the hub as voided).
+func (g *gate) void(id, reason string) {
+	g.mu.Lock()
+	p := g.pending[id]
+	g.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.once.Do(func() {
+		p.decided <- wire.Decision{Decision: "deny", By: "wheelhouse", Reason: reason}
+		g.r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: p.req.ID, Agent: g.r.cfg.Name, Status: wire.ApprovalVoided, Reason: reason})
+	})
+}
+
 // Pending lists the requests waiting for the owner (for the local CLI).
 func (g *gate) list() []wire.ApprovalRequest {
 	g.mu.Lock()
@@ -101,13 +127,13 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	}
 	pol := r.getPolicy()
 	r.mu.Lock()
-	steeredBy, room := slices.Clone(r.steeredBy), r.turnRoom
+	room := r.turnRoom
 	r.mu.Unlock()
-	owner := r.b.cfg.Creds.Owner
-	tainted := authz.Tainted(owner, steeredBy)
+	inputs := r.turnInputs()
+	steeredBy, tainted := inputs.SteeredBy, inputs.Tainted()
 	logf := func(format string, args ...any) { r.b.printf("%s: "+format, append([]any{r.handle()}, args...)...) }
-	if !authz.NeedsOwnerDecision(tainted, ask.Call.Tool, pol.AutoApprove) {
-		logf("auto-approved %s (owner's setting; turn steered only by the owner)", ask.Call.Tool)
+	if inputs.AutoApprovable(ask.Call.Tool, pol.AutoApprove, ask.LeavesSandbox) {
+		logf("auto-approved %s (owner's setting; every input of the turn is the owner's own words)", ask.Call.Tool)
 		return &grant{hash: hash, log: logf}, nil
 	}
 	ttl := pol.ApprovalTTL.D()
@@ -115,7 +141,8 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 		ttl = wire.DefaultPolicy().ApprovalTTL.D()
 	}
 	req := wire.ApprovalRequest{ID: newApprovalID(), Agent: r.cfg.Name, TurnID: ask.TurnID, Tool: ask.Call.Tool, Summary: ask.Summary, Diff: ask.Diff,
-		PayloadHash: hash, Payload: string(canonical), SteeredBy: steeredBy, Tainted: tainted, Room: room, Expires: r.b.cfg.Now().Add(ttl).UTC()}
+		PayloadHash: hash, Payload: string(canonical), SteeredBy: steeredBy, Tainted: tainted, Room: room, Expires: r.b.cfg.Now().Add(ttl).UTC(),
+		DataTainted: inputs.DataTainted(), Data: inputs.Data, Sandbox: ask.Sandbox}
 	p := &pendingApproval{req: req, hash: hash, decided: make(chan wire.Decision, 1)}
 	g.mu.Lock()
 	g.pending[req.ID] = p
@@ -137,10 +164,18 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	}
 	if err != nil || !ack.OK {
 		logf("could not reach the hub for approval of %s; denied (the local CLI can still decide): %v %s", ask.Call.Tool, err, ack.Message)
+	} else {
+		r.journalApproval(req)
 	}
 	taint := ""
 	if tainted {
 		taint = " [tainted: steered by @" + strings.Join(steeredBy, ", @") + "]"
+	}
+	if req.DataTainted {
+		taint += " [contains " + authz.DataPhrase(req.Data) + "]"
+	}
+	if req.Sandbox != "" {
+		taint += " [sandbox: " + req.Sandbox + "]"
 	}
 	logf("approval needed %s: %s — hash %s%s. Decide in the browser or: wheelhouse approve %s --hash %s", req.ID, oneLine(ask.Summary), short(hash), taint, req.ID, hash)
 	r.b.heartbeat()
@@ -204,6 +239,7 @@ func (g *gate) decide(d wire.Decision, local bool) error {
 	if !sent {
 		return &wh.Error{Code: wh.EConflict, Message: "this request was already decided", Reason: authz.ReasonAlreadyDecided}
 	}
+	g.r.journalDecision(d, system)
 	if local {
 		status := wire.ApprovalApproved
 		if d.Decision != "approve" {
@@ -232,7 +268,10 @@ func (g *gate) turnEnded(turn string) {
 	}
 }
 
-func (g *gate) closeAll() {
+func (g *gate) closeAll() { g.voidAll("the bridge shut down") }
+
+// voidAll denies every waiting request (reported to the hub as voided).
+func (g *gate) voidAll(reason string) {
 	g.mu.Lock()
 	ps := make([]*pendingApproval, 0, len(g.pending))
 	for _, p := range g.pending {
@@ -241,8 +280,8 @@ func (g *gate) closeAll() {
 	g.mu.Unlock()
 	for _, p := range ps {
 		p.once.Do(func() {
-			p.decided <- wire.Decision{Decision: "deny", By: "wheelhouse", Reason: "the bridge is shutting down"}
-			g.r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: p.req.ID, Agent: g.r.cfg.Name, Status: wire.ApprovalVoided, Reason: "the bridge shut down"})
+			p.decided <- wire.Decision{Decision: "deny", By: "wheelhouse", Reason: reason}
+			g.r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: p.req.ID, Agent: g.r.cfg.Name, Status: wire.ApprovalVoided, Reason: reason})
 		})
 	}
 }

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 )
 
@@ -39,6 +40,49 @@ type Input struct {
 	// need it structurally (for example the Claude hook side channel).
 	Sender        string
 	SenderIsOwner bool
+	// Strict asks for a turn in which every side effect reaches the Gate
+	// before it happens (see Gating). The bridge sets it for any input that
+	// is not the owner's own typed words; a harness that cannot honour it
+	// fails StartTurn with ErrNotStrict. A turn started without it runs
+	// under the owner's configured policy.
+	Strict bool
+}
+
+// Gating is how a harness answers the bridge's question "will every side
+// effect of this turn reach the Gate?". The bridge puts a non-owner's words
+// (or pasted data) only into turns where the answer is yes; a harness that
+// does not implement Gating is taken to answer no.
+type Gating interface {
+	// StrictTurns returns nil if a turn started with Input.Strict sends
+	// every side effect to the Gate first, or an error saying why it
+	// cannot (shown to the sender and the owner).
+	StrictTurns() error
+	// TurnStrict reports whether the running turn turnID sends every side
+	// effect to the Gate first (a strict turn, or an owner's turn whose
+	// configured policy already asks before everything).
+	TurnStrict(turnID string) bool
+	// OwnerTurns says, for the owner, what the harness does without asking
+	// in a turn started without Input.Strict; "" if it asks before every
+	// side effect there too.
+	OwnerTurns() string
+}
+
+// ErrNotStrict is StartTurn's answer to Input.Strict from a harness that
+// cannot run a strict turn right now.
+var ErrNotStrict = errors.New("this agent cannot run a turn that asks before every side effect")
+
+// strictTurns is h's StrictTurns, or why not for a harness without Gating.
+func strictTurns(h Harness) error {
+	if g, ok := h.(Gating); ok {
+		return g.StrictTurns()
+	}
+	return fmt.Errorf("the %s harness cannot say whether its side effects reach the owner's approval", h.Kind())
+}
+
+// turnStrict is h's TurnStrict, false for a harness without Gating.
+func turnStrict(h Harness, turnID string) bool {
+	g, ok := h.(Gating)
+	return ok && turnID != "" && g.TurnStrict(turnID)
 }
 
 // Errors a Harness returns from Steer and StartTurn.
@@ -83,6 +127,13 @@ type ApprovalAsk struct {
 	Call    ToolCall
 	Summary string // human words: the command line, the files
 	Diff    string // for file changes
+	// Sandbox says where the call will run ("workspace-write", "none: full
+	// access"). A harness that binds it into Call.Args makes the approval
+	// hash cover it.
+	Sandbox string
+	// LeavesSandbox: the call would run outside the sandbox the turn
+	// otherwise has (the agent asked to leave it); never auto-approved.
+	LeavesSandbox bool
 	// Tainted is the harness's own record that words from someone other
 	// than the owner reached the session this call comes from (a Claude
 	// Code conversation keeps them across turns and bridge restarts). The

@@ -19,6 +19,7 @@ type runner struct {
 	cfg  AgentConfig
 	h    Harness
 	gate *gate
+	jr   *journal // nil: no journal
 
 	op sync.Mutex // serializes steers and turn starts
 
@@ -29,12 +30,39 @@ type runner struct {
 	turnID    string
 	turnRoom  string
 	steeredBy []string
+	data      []string // kinds of data (pasted, quoted, peer-agent) that reached the turn
 	steers    int
 	lastEnded string
 	endedAt   time.Time
 	queue     []queuedSteer
 	closed    bool
+	stopper   string // who asked to stop the running turn
+	seen      map[string]seenSteer
+
+	work chan func() // steers for this agent, handled one at a time
 }
+
+// seenSteer remembers the answer to a steer, so a steer the hub sends
+// again (after a restart, before it learned the answer) is answered the
+// same and never acted on twice.
+type seenSteer struct {
+	rc wire.Receipt
+	at time.Time
+}
+
+// Limits of one agent's delivery.
+const (
+	// workQueue bounds the steers waiting for one agent; more are refused
+	// at once rather than blocking the others.
+	workQueue = 64
+	// DefaultCallTimeout bounds every call into a harness: a hung harness
+	// fails that call, never the bridge.
+	DefaultCallTimeout = 10 * time.Second
+	// deadlineMargin is how long before a steer's deadline the bridge
+	// stops acting on it (for the uncertainty in the hub's clock).
+	deadlineMargin = 250 * time.Millisecond
+	seenTTL        = 10 * time.Minute
+)
 
 type queuedSteer struct {
 	st      wire.Steer
@@ -44,9 +72,58 @@ type queuedSteer struct {
 }
 
 func newRunner(b *Bridge, ac AgentConfig, p wire.Policy) *runner {
-	r := &runner{b: b, cfg: ac, policy: p, status: wire.AgentIdle}
+	r := &runner{b: b, cfg: ac, policy: p, status: wire.AgentIdle, seen: map[string]seenSteer{}, work: make(chan func(), workQueue)}
 	r.gate = newGate(r)
 	return r
+}
+
+// serve handles this agent's steers in order until stop closes.
+func (r *runner) serve(stop <-chan struct{}) {
+	for {
+		select {
+		case f := <-r.work:
+			f()
+		case <-stop:
+			return
+		}
+	}
+}
+
+// submit queues f for the agent's worker; false if its queue is full.
+func (r *runner) submit(f func()) bool {
+	select {
+	case r.work <- f:
+		return true
+	default:
+		return false
+	}
+}
+
+// remember records the answer to a steer; recall finds it.
+func (r *runner) remember(id string, rc wire.Receipt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.b.cfg.Now()
+	if len(r.seen) > 1000 {
+		for k, v := range r.seen {
+			if now.Sub(v.at) > seenTTL {
+				delete(r.seen, k)
+			}
+		}
+	}
+	r.seen[id] = seenSteer{rc: rc, at: now}
+}
+
+func (r *runner) recall(id string) (wire.Receipt, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.seen[id]
+	return v.rc, ok
+}
+
+// callCtx bounds one call into the harness.
+func (r *runner) callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), r.b.cfg.CallTimeout)
 }
 
 func (r *runner) handle() string { return "@" + r.b.cfg.Creds.Owner + "/" + r.cfg.Name }
@@ -58,8 +135,12 @@ func (r *runner) info() wire.AgentInfo {
 	if st == wire.AgentWorking && r.gate.pendingCount() > 0 {
 		st = wire.AgentNeedsApproval
 	}
-	return wire.AgentInfo{Name: r.cfg.Name, Harness: r.kind(), CanSteer: r.h != nil && r.h.CanSteer(), Status: st,
-		TurnID: r.turnID, TurnRoom: r.turnRoom, SteeredBy: slices.Clone(r.steeredBy), Policy: r.policy}
+	info := wire.AgentInfo{Name: r.cfg.Name, Harness: r.kind(), CanSteer: r.h != nil && r.h.CanSteer(), Status: st,
+		TurnID: r.turnID, TurnRoom: r.turnRoom, SteeredBy: slices.Clone(r.steeredBy), Policy: r.policy, Pending: r.gate.pendingIDs()}
+	for _, q := range r.queue {
+		info.Queued = append(info.Queued, q.st.ID)
+	}
+	return info
 }
 
 func (r *runner) kind() string {
@@ -91,8 +172,30 @@ func reject(reason, detail string) wire.Receipt {
 	return wire.Receipt{Status: wire.StatusRejected, Reason: reason, Detail: detail}
 }
 
-// steer re-checks and delivers one steer; it returns the receipt.
+// steer re-checks and delivers one steer, once; it returns the receipt.
 func (r *runner) steer(st wire.Steer) wire.Receipt {
+	if rc, ok := r.recall(st.ID); ok {
+		return rc // the hub sent it again: same answer, nothing done twice
+	}
+	rc, acted := r.deliver(st)
+	if acted {
+		r.remember(st.ID, rc)
+	}
+	return rc
+}
+
+// deliver handles a steer; acted is false when it was refused for arriving
+// late (the hub may send it again with a new deadline, and that copy must
+// be judged afresh).
+func (r *runner) deliver(st wire.Steer) (rc wire.Receipt, acted bool) {
+	if late := r.b.hubNow().Sub(st.Deadline.Add(-deadlineMargin)); late > 0 {
+		r.b.printf("refused @%s's message for %s: it arrived %s after its deadline (the hub has told the sender it expired)", st.Sender, r.handle(), late.Round(time.Millisecond))
+		return wire.Receipt{Status: wire.StatusExpired, Reason: wire.ReasonExpired, Detail: "the agent's machine received the message after its deadline; nothing was done with it"}, false
+	}
+	return r.decide(st), true
+}
+
+func (r *runner) decide(st wire.Steer) wire.Receipt {
 	pol := r.getPolicy()
 	d := authz.BridgeAccepts(authz.BridgeCheck{Owner: r.b.cfg.Creds.Owner, SteerOwner: st.Owner, Sender: st.Sender,
 		SenderIsOwner: st.SenderIsOwner, SenderIsAgent: st.SenderIsAgent, Address: pol.Address, Allowed: pol.Allowed,
@@ -107,7 +210,8 @@ func (r *runner) steer(st wire.Steer) wire.Receipt {
 		}
 		return wire.Receipt{Status: wire.StatusSteered, Detail: "stopped the running turn"}
 	}
-	in := Input{Text: authz.Envelope(provenance(st)), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner}
+	data, needsStrict := r.inputTaint(st)
+	in := Input{Text: authz.Envelope(provenance(st)), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, Strict: needsStrict}
 
 	r.op.Lock()
 	defer r.op.Unlock()
@@ -133,18 +237,27 @@ func (r *runner) steer(st wire.Steer) wire.Receipt {
 		}
 	}
 	mode := authz.SteerMode(authz.ModeCheck{Busy: busy, CanSteer: r.h.CanSteer(), SteeringEnabled: pol.Steering, SteersThisTurn: steers, MaxSteers: pol.MaxSteers})
+	mode = r.strictMode(mode, needsStrict, turn)
 	switch mode.Action {
 	case authz.ActionStart:
 		return r.start(st, in)
 	case authz.ActionSteer:
-		err := r.h.Steer(context.Background(), turn, in)
+		// Taint first: the sender is in steeredBy before the harness sees a
+		// byte of their text, so no tool call it prompts is judged clean.
+		// On failure the taint stays (the safe direction).
+		r.mu.Lock()
+		if !slices.Contains(r.steeredBy, st.Sender) {
+			r.steeredBy = append(r.steeredBy, st.Sender)
+		}
+		r.mu.Unlock()
+		r.noteData(data) // likewise what the message carried besides its sender's words
+		ctx, cancel := r.callCtx()
+		err := r.h.Steer(ctx, turn, in)
+		cancel()
 		switch {
 		case err == nil:
 			r.mu.Lock()
 			r.steers++
-			if !slices.Contains(r.steeredBy, st.Sender) {
-				r.steeredBy = append(r.steeredBy, st.Sender)
-			}
 			r.mu.Unlock()
 			r.b.printf("steered %s turn %s with @%s's message from %s", r.handle(), turn, st.Sender, st.Room)
 			return wire.Receipt{Status: wire.StatusSteered, TurnID: turn}
@@ -157,28 +270,43 @@ func (r *runner) steer(st wire.Steer) wire.Receipt {
 			}
 			r.clearTurn(turn, "completed")
 			return r.start(st, in)
+		case errors.Is(err, context.DeadlineExceeded):
+			return reject(wire.ReasonAgentFailed, fmt.Sprintf("the agent did not take the message within %s", r.b.cfg.CallTimeout))
 		default:
 			return reject(wire.ReasonAgentFailed, err.Error())
 		}
 	case authz.ActionQueue:
-		return r.enqueue(st, in, pol)
+		rc := r.enqueue(st, in, pol)
+		if in.Strict && mode.Message != "" && rc.Status == wire.StatusQueued {
+			rc.Detail = mode.Message // says why it waits and how it will run
+		}
+		return rc
 	default:
 		return reject(mode.Reason, mode.Message)
 	}
 }
 
 func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
+	data, _ := r.inputTaint(st)
 	r.mu.Lock()
-	r.turnRoom, r.steeredBy, r.steers = st.Room, []string{st.Sender}, 1
+	r.turnRoom, r.steeredBy, r.data, r.steers = st.Room, []string{st.Sender}, data, 1
 	r.mu.Unlock()
-	id, err := r.h.StartTurn(context.Background(), in)
+	ctx, cancel := r.callCtx()
+	id, err := r.h.StartTurn(ctx, in)
+	cancel()
 	if errors.Is(err, ErrBusy) {
 		return r.enqueue(st, in, r.getPolicy())
 	}
 	if err != nil {
 		r.mu.Lock()
-		r.turnRoom, r.steeredBy, r.steers = "", nil, 0
+		r.turnRoom, r.steeredBy, r.data, r.steers = "", nil, nil, 0
 		r.mu.Unlock()
+		if errors.Is(err, ErrNotStrict) {
+			return reject(wire.ReasonNotAllowed, err.Error())
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return reject(wire.ReasonAgentFailed, fmt.Sprintf("the agent did not start a turn within %s", r.b.cfg.CallTimeout))
+		}
 		return reject(wire.ReasonAgentFailed, "the agent could not start a turn: "+err.Error())
 	}
 	r.mu.Lock()
@@ -186,6 +314,7 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 		r.turnID, r.status = id, wire.AgentWorking
 	}
 	r.mu.Unlock()
+	r.journalTurn(id, "started")
 	r.b.printf("started %s turn %s for @%s in %s", r.handle(), id, st.Sender, st.Room)
 	r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: id, Kind: wire.TurnStarted, Room: st.Room, At: r.b.cfg.Now().UTC()})
 	return wire.Receipt{Status: wire.StatusStarted, TurnID: id}
@@ -193,11 +322,12 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 
 func (r *runner) enqueue(st wire.Steer, in Input, pol wire.Policy) wire.Receipt {
 	exp := st.SentAt.Add(pol.MaxAge.D())
-	if exp.Before(r.b.cfg.Now()) {
+	if !exp.After(r.b.hubNow()) {
 		return reject(wire.ReasonExpired, "the message is older than the owner's maximum age")
 	}
 	q := queuedSteer{st: st, in: in, expires: exp}
-	q.timer = time.AfterFunc(time.Until(exp), func() { r.expire(st.ID) })
+	// exp is on the hub's clock, as the hub's own expiry of it.
+	q.timer = time.AfterFunc(exp.Sub(r.b.hubNow()), func() { r.expire(st.ID) })
 	r.mu.Lock()
 	r.queue = append(r.queue, q)
 	r.mu.Unlock()
@@ -222,6 +352,9 @@ func (r *runner) expire(steerID string) {
 
 // deliverQueued starts a turn with the oldest queued follow-up, if any.
 func (r *runner) deliverQueued() {
+	if r.b.cutOff() {
+		return // the hub may have ended these; the next announce and resync decide
+	}
 	r.op.Lock()
 	defer r.op.Unlock()
 	r.mu.Lock()
@@ -233,6 +366,12 @@ func (r *runner) deliverQueued() {
 	r.queue = r.queue[1:]
 	r.mu.Unlock()
 	q.timer.Stop()
+	if !q.expires.Add(-deadlineMargin).After(r.b.hubNow()) {
+		r.b.publish(wire.KindReceipt, wire.Receipt{SteerID: q.st.ID, Agent: r.cfg.Name, Status: wire.StatusExpired, Reason: wire.ReasonExpired,
+			Detail: "the turn did not end before the message's maximum age", At: r.b.cfg.Now().UTC()})
+		go r.deliverQueued()
+		return
+	}
 	rc := r.start(q.st, q.in)
 	status, reason := wire.StatusDelivered, ""
 	if rc.Status == wire.StatusRejected {
@@ -251,7 +390,7 @@ func (r *runner) clearTurn(turn, status string) bool {
 		return false
 	}
 	r.lastEnded, r.endedAt = turn, r.b.cfg.Now()
-	r.turnID, r.steeredBy, r.steers = "", nil, 0
+	r.turnID, r.steeredBy, r.data, r.steers, r.stopper = "", nil, nil, 0, ""
 	if r.status != wire.AgentFailed {
 		r.status = wire.AgentIdle
 	}
@@ -261,12 +400,62 @@ func (r *runner) clearTurn(turn, status string) bool {
 func (r *runner) interrupt(by string) error {
 	r.mu.Lock()
 	turn := r.turnID
+	if turn != "" {
+		r.stopper = by
+	}
 	r.mu.Unlock()
 	if turn == "" {
 		return errors.New("no turn is running")
 	}
 	r.b.printf("@%s stopped %s turn %s", by, r.handle(), turn)
-	return r.h.Interrupt(context.Background(), turn)
+	ctx, cancel := r.callCtx()
+	defer cancel()
+	return r.h.Interrupt(ctx, turn)
+}
+
+// resync ends what the hub already ended while this bridge was cut off
+// (frozen, asleep, partitioned): the named turn (failed), approvals
+// (voided) and queued steers (expired). It is idempotent: it names what to
+// end, so a second resync, or one about a turn that is over, does nothing.
+func (r *runner) resync(c wire.Control) {
+	r.mu.Lock()
+	var drop []queuedSteer
+	keep := r.queue[:0]
+	for _, q := range r.queue {
+		if slices.Contains(c.Steers, q.st.ID) {
+			drop = append(drop, q)
+		} else {
+			keep = append(keep, q)
+		}
+	}
+	r.queue = keep
+	turn := r.turnID
+	r.mu.Unlock()
+	for _, q := range drop {
+		q.timer.Stop()
+		r.b.printf("%s: dropped @%s's queued message: the hub already ended it while this bridge was unreachable", r.handle(), q.st.Sender)
+	}
+	for _, id := range c.Approvals {
+		r.gate.void(id, "the hub ended the request while this bridge was unreachable")
+	}
+	if c.TurnID == "" || c.TurnID != turn {
+		return
+	}
+	r.b.printf("%s: the hub lost this bridge for a while and ended turn %s as failed; stopping it here too", r.handle(), turn)
+	r.mu.Lock()
+	r.stopper = ""
+	r.mu.Unlock()
+	ctx, cancel := r.callCtx()
+	err := r.h.Interrupt(ctx, turn)
+	cancel()
+	if err != nil {
+		r.b.log.Warn("stopping a turn the hub ended failed", "agent", r.cfg.Name, "turn", turn, "err", err)
+	}
+	if r.clearTurn(turn, wire.TurnFailed) {
+		r.gate.turnEnded(turn)
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: turn, Kind: wire.TurnEnded, Status: wire.TurnFailed,
+			Text: "the hub lost the agent's machine", At: r.b.cfg.Now().UTC()})
+	}
 }
 
 // onEvent receives the harness's events.
@@ -282,12 +471,19 @@ func (r *runner) onEvent(ev Event) {
 		r.mu.Unlock()
 		r.b.heartbeat()
 	case EventTurnEnded:
+		r.mu.Lock()
+		by := r.stopper
+		r.mu.Unlock()
 		if !r.clearTurn(ev.TurnID, ev.Status) {
 			return
 		}
+		r.journalTurn(ev.TurnID, "ended "+ev.Status)
+		if ev.Status != wire.TurnInterrupted {
+			by = ""
+		}
 		r.gate.turnEnded(ev.TurnID)
 		r.b.printf("%s turn %s ended: %s", r.handle(), ev.TurnID, ev.Status)
-		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnEnded, Status: ev.Status, Text: ev.Text, Room: room, At: now})
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnEnded, Status: endStatus(ev.Status), Text: ev.Text, Room: room, By: by, At: now})
 		r.b.heartbeat()
 		r.b.wg.Add(1)
 		go func() { defer r.b.wg.Done(); r.deliverQueued() }()
@@ -296,6 +492,7 @@ func (r *runner) onEvent(ev Event) {
 	case EventProgress:
 		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnProgress, Text: ev.Text, Room: room, At: now})
 	case EventTool:
+		r.journalTool(ev.TurnID, ev.Text)
 		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnTool, Text: ev.Text, Room: room, At: now})
 	case EventFailed:
 		r.mu.Lock()
@@ -327,6 +524,17 @@ func (r *runner) onEvent(ev Event) {
 	}
 }
 
+// endStatus maps a harness's end status onto the wire's three.
+func endStatus(s string) string {
+	switch s {
+	case wire.TurnInterrupted, wire.TurnFailed:
+		return s
+	case "", wire.TurnCompleted:
+		return wire.TurnCompleted
+	}
+	return wire.TurnFailed // "errored", "cancelled", …: it did not complete
+}
+
 func (r *runner) close() {
 	r.mu.Lock()
 	r.closed = true
@@ -342,6 +550,7 @@ func (r *runner) close() {
 	if r.h != nil {
 		r.h.Close()
 	}
+	r.jr.close()
 	r.mu.Lock()
 	r.status, r.turnID = wire.AgentOffline, ""
 	r.mu.Unlock()

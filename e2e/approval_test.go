@@ -14,8 +14,9 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
-	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
 func waitPendingApproval(t *testing.T, c *testhub.Client, agent string) map[string]any {
@@ -165,7 +166,7 @@ func TestApprovals(t *testing.T) {
 		tm.carol.Must(403, "GET", "/api/v1/agents/alice/demo/timeline", nil)
 	})
 	t.Run("TamperedEntryDetected", func(t *testing.T) {
-		db, err := sql.Open("sqlite", filepath.Join(tm.h.DataDir, room.DBFile)+"?_pragma=busy_timeout(10000)")
+		db, err := sql.Open("sqlite", filepath.Join(tm.h.DataDir, store.DBFile)+"?_pragma=busy_timeout(10000)")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,15 +175,15 @@ func TestApprovals(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := tm.alice.Must(200, "GET", "/api/v1/agents/alice/demo/timeline", nil)
-		var body struct{ Entries []room.TimelineEntry }
+		var body struct{ Entries []chat.TimelineEntry }
 		if err := json.Unmarshal(r.Raw, &body); err != nil {
 			t.Fatal(err)
 		}
 		entries := body.Entries
-		if room.VerifyTimeline(entries) < 0 && r.Body["firstBad"].(float64) < 0 {
+		if chat.VerifyTimeline(entries) < 0 && r.Body["firstBad"].(float64) < 0 {
 			t.Fatal("the hub and the client both missed the tampering")
 		}
-		bad := room.VerifyTimeline(entries)
+		bad := chat.VerifyTimeline(entries)
 		if bad < 0 || entries[bad].Kind != "approval.approved" {
 			t.Fatalf("tampering not detected at the right entry: %d", bad)
 		}
@@ -281,7 +282,7 @@ func TestApprovalReachesOwnersDM(t *testing.T) {
 	id, _ := post(t, tm.bob, "dev", "@alice/demo delete old.log", nil)
 	receipt(t, tm.bob, "dev", id, "alice/demo", "started")
 	ap := waitPendingApproval(t, tm.alice, "alice/demo")
-	dm := room.AgentDMName("alice", "alice/demo")
+	dm := chat.AgentDMName("alice", "alice/demo")
 	testhub.WaitFor(t, 10*time.Second, "the note in alice's DM with the agent", func() bool {
 		r := tm.alice.Do("GET", "/api/v1/rooms/"+dm+"/messages", nil)
 		for _, m := range testhub.AsList(r.Body["messages"]) {

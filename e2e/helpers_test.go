@@ -15,19 +15,21 @@ import (
 func receipt(t *testing.T, c *testhub.Client, room string, id int64, agent string, want ...string) map[string]any {
 	t.Helper()
 	var last map[string]any
-	testhub.WaitFor(t, 15*time.Second, fmt.Sprintf("receipt %v for message %d", want, id), func() bool {
+	testhub.CheckFor(t, 15*time.Second, fmt.Sprintf("receipt %v for message %d", want, id), func() error {
 		r := c.Must(200, "GET", fmt.Sprintf("/api/v1/rooms/%s/messages?after=%d&limit=1", room, id-1), nil)
 		for _, rc := range testhub.AsList(r.Body["receipts"]) {
 			if rc["agent"] == agent {
 				last = rc
 				for _, w := range want {
-					if rc["status"] == w {
-						return true
+					// "started" is satisfied by a turn it started that has
+					// since ended (via started).
+					if rc["status"] == w || rc["via"] == w {
+						return nil
 					}
 				}
 			}
 		}
-		return false
+		return fmt.Errorf("last receipt %v", last)
 	})
 	return last
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 	"github.com/wheelhouse-dev/wheelhouse/web"
 )
@@ -133,7 +134,9 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err := os.MkdirAll(h.cfg.DataDir, 0o700); err != nil {
 		return wh.Wrap(err, "create data directory %s", h.cfg.DataDir)
 	}
-	h.link = newLink(h.log)
+	h.reg = prometheus.NewRegistry()
+	h.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h.link = newLink(h.log, h.reg)
 	if h.cfg.NATSURL != "" {
 		h.nc, err = nats.Connect(h.cfg.NATSURL, nats.Name("wheelhouse-hub"), nats.MaxReconnects(-1))
 		if err != nil {
@@ -159,8 +162,6 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	h.reg = prometheus.NewRegistry()
-	h.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_projection_applied_seq", Help: "Last event applied to this node's read model."},
 		func() float64 { return float64(h.rooms.Log.Applied()) }))
 
@@ -190,6 +191,14 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			return wh.Errorf(wh.EUnavailable, "the projection did not catch up: %v", h.rooms.Log.Ready())
 		}
 	}
+	// Routing and expiry are consumers of the log: start them once the
+	// projection they read is current.
+	if err := h.link.startRouter(ctx); err != nil {
+		return err
+	}
+	if h.link.enter() {
+		go h.link.sweeper()
+	}
 	has, err := h.rooms.HasUsers(ctx)
 	if err != nil {
 		return err
@@ -213,9 +222,11 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	return nil
 }
 
+// ready reports readiness: a short reason the world may see (details go to
+// the log).
 func (h *Hub) ready() error {
 	if h.nc == nil || !h.nc.IsConnected() {
-		return errors.New("not connected to NATS")
+		return &eventlog.Failure{Reason: "nats-disconnected", Err: errors.New("not connected to NATS")}
 	}
 	return h.rooms.Log.Ready()
 }

@@ -6,44 +6,88 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
-// Timeouts on the hub↔bridge path. A steer always ends in a receipt: a
-// bridge that does not answer within Config.SteerTimeout yields "rejected: timeout".
+// Timeouts on the hub↔bridge path.
 const (
+	// DefaultSteerTimeout is how long a bridge has to begin acting on a
+	// steer (its deadline); after it the bridge refuses the steer.
 	DefaultSteerTimeout = 5 * time.Second
-	ControlTimeout      = 5 * time.Second
-	deliverWait         = 1500 * time.Millisecond
+	// bridgeCallTimeout is how long a bridge may take in the harness call
+	// after it began, unless it announced its own bound.
+	bridgeCallTimeout = 10 * time.Second
+	ControlTimeout    = 5 * time.Second
+	deliverWait       = 1500 * time.Millisecond
 	// DefaultSteerBurst and DefaultSteerRefill bound how fast one sender
 	// may mention one agent: a burst, then one per refill interval.
 	DefaultSteerBurst  = 10
 	DefaultSteerRefill = 2 * time.Second
+	// bridgeQueue bounds the messages of one bridge waiting to be handled.
+	bridgeQueue = 256
+	// handleTimeout bounds the handling of one bridge message.
+	handleTimeout = 10 * time.Second
 )
 
 // Link connects the hub to bridges over NATS: routing steers, receiving
 // announcements, heartbeats, receipts, turn output and approval requests.
+// Every bridge's messages are handled in order by a worker of its own, so
+// one chatty or hostile bridge never holds up another.
 type Link struct {
 	log   *slog.Logger
 	h     *Hub
 	rooms *room.Service
 	nc    *nats.Conn
+	m     *linkMetrics
 
 	mu       sync.Mutex
-	presence map[string]*presence // by bridge id
-	buckets  map[string]*bucket   // rate limits by sender→agent
+	presence map[string]*presence     // by bridge id
+	buckets  map[string]*bucket       // rate limits by sender→agent
+	workers  map[string]*bridgeWorker // by bridge id
+	synced   map[string]time.Time     // last resync sent, by what it said
+	hbSlots  map[string]*hbSlot       // newest heartbeat waiting, by bridge
+	senders  map[string]*agentSender  // steer delivery, by agent handle
 	subs     []*nats.Subscription
+	router   jetstream.ConsumeContext
 	stopCh   chan struct{}
 	stopped  bool
+	started  time.Time      // when this node began to hear bridges
 	wg       sync.WaitGroup // handlers and detached work in flight
+}
+
+type linkMetrics struct {
+	invalid  *prometheus.CounterVec
+	panics   *prometheus.CounterVec
+	dropped  prometheus.Counter
+	mentions *prometheus.CounterVec
+}
+
+func newLinkMetrics(reg *prometheus.Registry) *linkMetrics {
+	m := &linkMetrics{
+		invalid: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wheelhouse_bridge_messages_invalid_total",
+			Help: "Messages from bridges refused at the boundary, by kind."}, []string{"kind"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wheelhouse_handler_panics_total",
+			Help: "Handlers that panicked and were recovered, by handler."}, []string{"handler"}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "wheelhouse_bridge_messages_dropped_total",
+			Help: "Messages from bridges dropped because the bridge's queue was full."}),
+		mentions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wheelhouse_mentions_total",
+			Help: "Agent mentions routed by this node, by outcome."}, []string{"status"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.invalid, m.panics, m.dropped, m.mentions)
+	}
+	return m
 }
 
 // enter admits one unit of work unless the link is stopping; the caller
@@ -59,9 +103,21 @@ func (l *Link) enter() bool {
 }
 
 type presence struct {
-	lastSeen time.Time
-	hbAt     time.Time // the bridge's own heartbeat time (dedupe key)
-	agents   map[string]wire.AgentInfo
+	lastSeen    time.Time
+	hbAt        time.Time // the bridge's own heartbeat time (dedupe key)
+	agents      map[string]wire.AgentInfo
+	callTimeout time.Duration // the bridge's bound on a harness call
+}
+
+// callTimeout is how long past a steer's deadline the hub waits for a
+// bridge's answer.
+func (l *Link) callTimeout(bridgeID string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p := l.presence[bridgeID]; p != nil && p.callTimeout > 0 {
+		return p.callTimeout
+	}
+	return bridgeCallTimeout
 }
 
 type bucket struct {
@@ -69,8 +125,9 @@ type bucket struct {
 	at     time.Time
 }
 
-func newLink(log *slog.Logger) *Link {
-	return &Link{log: log.With("component", "link"), presence: map[string]*presence{}, buckets: map[string]*bucket{}, stopCh: make(chan struct{})}
+func newLink(log *slog.Logger, reg *prometheus.Registry) *Link {
+	return &Link{log: log.With("component", "link"), m: newLinkMetrics(reg), presence: map[string]*presence{}, buckets: map[string]*bucket{},
+		workers: map[string]*bridgeWorker{}, synced: map[string]time.Time{}, hbSlots: map[string]*hbSlot{}, stopCh: make(chan struct{})}
 }
 
 func (l *Link) lookupBridge(publicKey string) (string, bool) {
@@ -86,6 +143,7 @@ func (l *Link) lookupBridge(publicKey string) (string, bool) {
 
 func (l *Link) start(ctx context.Context, h *Hub) error {
 	l.h, l.rooms, l.nc = h, h.rooms, h.nc
+	l.started = time.Now()
 	// One node handles each bridge message (queue group); every node
 	// tracks presence from heartbeats.
 	qs, err := l.nc.QueueSubscribe(wire.HubWildcard, "wheelhouse-hubs", l.handle)
@@ -95,6 +153,10 @@ func (l *Link) start(ctx context.Context, h *Hub) error {
 	hs, err := l.nc.Subscribe("wh.hub.*."+wire.KindHeartbeat, l.heartbeat)
 	if err != nil {
 		return wh.Wrap(err, "subscribe to heartbeats")
+	}
+	for _, s := range []*nats.Subscription{qs, hs} {
+		// A burst from many bridges waits in the client, not on the server.
+		s.SetPendingLimits(64<<10, 256<<20)
 	}
 	l.subs = append(l.subs, qs, hs)
 	if l.enter() {
@@ -117,16 +179,44 @@ func (l *Link) stop() {
 	for _, s := range l.subs {
 		s.Unsubscribe()
 	}
+	if l.router != nil {
+		l.router.Stop()
+	}
 	l.wg.Wait()
+}
+
+// safely runs f, turning a panic into a logged, counted failure: a bug or
+// hostile input in one handler never takes the hub down.
+func (l *Link) safely(handler string, f func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.m.panics.WithLabelValues(handler).Inc()
+			l.log.Error("handler panicked; recovered", "handler", handler, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
+	f()
 }
 
 // bridgeOf parses wh.hub.<bridgeID>.<kind>.
 func bridgeOf(subject string) (id, kind string, ok bool) {
 	p := strings.Split(subject, ".")
-	if len(p) != 4 || p[0] != "wh" || p[1] != "hub" {
+	if len(p) != 4 || p[0] != "wh" || p[1] != "hub" || !validBridgeID(p[2]) {
 		return "", "", false
 	}
 	return p[2], p[3], true
+}
+
+// validBridgeID: "b" and 12 hex digits.
+func validBridgeID(id string) bool {
+	if len(id) != 13 || id[0] != 'b' {
+		return false
+	}
+	for _, c := range id[1:] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (l *Link) reply(m *nats.Msg, v any) {
@@ -141,13 +231,98 @@ func ackErr(err error) wire.Ack {
 	return wire.Ack{OK: false, Code: wh.ErrorCode(err), Message: wh.ErrorMessage(err)}
 }
 
+// bridgeWorker handles one bridge's messages in order.
+type bridgeWorker struct {
+	ch   chan *nats.Msg
+	last time.Time
+}
+
+// handle is the NATS callback for every bridge message but heartbeats: it
+// queues the message for its bridge's worker and returns at once.
 func (l *Link) handle(m *nats.Msg) {
-	id, kind, ok := bridgeOf(m.Subject)
-	if !ok || kind == wire.KindHeartbeat || !l.enter() {
+	l.safely("dispatch", func() {
+		id, kind, ok := bridgeOf(m.Subject)
+		if !ok || kind == wire.KindHeartbeat {
+			return
+		}
+		l.dispatch(id, m)
+	})
+}
+
+func (l *Link) dispatch(id string, m *nats.Msg) {
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
 		return
 	}
+	w := l.workers[id]
+	if w == nil {
+		w = &bridgeWorker{ch: make(chan *nats.Msg, bridgeQueue)}
+		l.workers[id] = w
+		l.wg.Add(1)
+		go l.work(id, w)
+	}
+	w.last = time.Now()
+	l.mu.Unlock()
+	select {
+	case w.ch <- m:
+	default:
+		l.m.dropped.Inc()
+		l.log.Warn("a bridge sends faster than it can be handled; dropped a message", "bridge", id, "subject", m.Subject)
+		l.reply(m, wire.Ack{Code: wh.ERateLimited, Message: "the hub is behind on this bridge's messages; try again"})
+	}
+}
+
+// work runs one bridge's worker until it has been idle for a while.
+func (l *Link) work(id string, w *bridgeWorker) {
 	defer l.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	idle := time.NewTimer(time.Minute)
+	defer idle.Stop()
+	for {
+		select {
+		case m := <-w.ch:
+			l.safely("bridge message", func() { l.process(id, m) })
+			idle.Reset(time.Minute)
+		case <-idle.C:
+			l.mu.Lock()
+			if len(w.ch) == 0 && time.Since(w.last) >= time.Minute {
+				delete(l.workers, id)
+				l.mu.Unlock()
+				return
+			}
+			l.mu.Unlock()
+			idle.Reset(time.Minute)
+		case <-l.stopCh:
+			return
+		}
+	}
+}
+
+// refuse answers (and counts) a message that failed the boundary checks.
+func (l *Link) refuse(m *nats.Msg, bridgeID, kind string, err error) {
+	l.m.invalid.WithLabelValues(kind).Inc()
+	l.log.Warn("refused a bridge message", "bridge", bridgeID, "kind", kind, "err", err)
+	l.reply(m, wire.Ack{Code: wh.EInvalid, Message: "the hub refused this " + kind + ": " + wh.ErrorMessage(err)})
+}
+
+// decode reads a bridge message strictly: one JSON object, no unknown
+// fields.
+func decodeMsg(data []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return wh.Errorf(wh.EInvalid, "undecodable: %v", err)
+	}
+	if dec.More() {
+		return wh.Errorf(wh.EInvalid, "trailing data after the message")
+	}
+	return nil
+}
+
+// process handles one message of a paired bridge.
+func (l *Link) process(id string, m *nats.Msg) {
+	_, kind, _ := bridgeOf(m.Subject)
+	ctx, cancel := context.WithTimeout(context.Background(), handleTimeout)
 	defer cancel()
 	b, err := l.rooms.BridgeByID(ctx, id)
 	if err != nil || b.Revoked {
@@ -155,289 +330,80 @@ func (l *Link) handle(m *nats.Msg) {
 		l.reply(m, wire.Ack{Code: wh.EForbidden, Message: "this bridge is not paired"})
 		return
 	}
+	now := l.rooms.Now()
 	switch kind {
 	case wire.KindAnnounce:
 		var a wire.Announce
-		if err := json.Unmarshal(m.Data, &a); err != nil {
-			l.reply(m, wire.Ack{Code: wh.EInvalid, Message: "undecodable announce"})
+		if err := decodeMsg(m.Data, &a); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
+		if err := a.Validate(); err != nil {
+			l.refuse(m, id, kind, err)
 			return
 		}
 		l.reply(m, l.announce(ctx, b, a))
 	case wire.KindReceipt:
 		var rc wire.Receipt
-		if json.Unmarshal(m.Data, &rc) == nil {
-			if err := l.ownSteer(ctx, b, rc.SteerID); err == nil {
-				if err := l.rooms.UpdateSteer(ctx, rc); err != nil && wh.ErrorCode(err) != wh.EConflict {
-					l.log.Warn("recording a receipt failed", "steer", rc.SteerID, "err", err)
-				}
+		if err := decodeMsg(m.Data, &rc); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
+		if err := rc.Validate(now); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
+		if err := l.ownSteer(ctx, b, rc.SteerID); err == nil {
+			if err := l.rooms.UpdateSteer(ctx, rc); err != nil && wh.ErrorCode(err) != wh.EConflict {
+				l.log.Warn("recording a receipt failed", "steer", rc.SteerID, "err", err)
 			}
 		}
 	case wire.KindTurn:
 		var te wire.TurnEvent
-		if json.Unmarshal(m.Data, &te) == nil {
-			l.turn(ctx, b, te)
+		if err := decodeMsg(m.Data, &te); err != nil {
+			l.refuse(m, id, kind, err)
+			return
 		}
+		if err := te.Validate(now); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
+		l.turn(ctx, b, te)
 	case wire.KindApproval:
 		var req wire.ApprovalRequest
-		if err := json.Unmarshal(m.Data, &req); err != nil {
-			l.reply(m, wire.Ack{Code: wh.EInvalid, Message: "undecodable approval request"})
+		if err := decodeMsg(m.Data, &req); err != nil {
+			l.refuse(m, id, kind, err)
 			return
 		}
-		a, err := l.rooms.AgentByHandle(ctx, b.Owner+"/"+req.Agent)
-		if err != nil || a.Bridge != b.ID {
-			l.log.Warn("an approval request for an agent this bridge does not run", "bridge", b.ID, "agent", req.Agent)
-			l.reply(m, wire.Ack{Code: wh.EForbidden, Message: "this bridge does not run @" + b.Owner + "/" + req.Agent})
+		if err := req.Validate(now); err != nil {
+			l.refuse(m, id, kind, err)
 			return
 		}
-		if req.Room != "" {
-			// The card goes to the room's members: only a room the agent is in.
-			if in, _ := l.rooms.AgentInRoom(ctx, a.ID, req.Room); !in {
-				req.Room = ""
-			}
-		}
-		if err := l.rooms.RecordApproval(ctx, b.Owner+"/"+req.Agent, req); err != nil {
-			l.reply(m, ackErr(err))
-			return
-		}
-		l.reply(m, wire.Ack{OK: true})
-		l.tellOwner(ctx, b, req)
+		l.reply(m, l.approval(ctx, b, req))
 	case wire.KindInvitations:
 		var req wire.InvitationsRequest
-		json.Unmarshal(m.Data, &req)
+		if err := decodeMsg(m.Data, &req); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
+		if err := req.Validate(); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
 		l.reply(m, l.invitations(ctx, b, req))
 	case wire.KindApprovalUpdate:
 		var up wire.ApprovalUpdate
-		if json.Unmarshal(m.Data, &up) == nil {
-			l.approvalUpdate(ctx, b, up)
-		}
-	}
-}
-
-// ownSteer checks that a receipt is for a steer sent to this bridge.
-func (l *Link) ownSteer(ctx context.Context, b *room.Bridge, steerID string) error {
-	r, err := l.rooms.Receipt(ctx, steerID)
-	if err != nil {
-		return err
-	}
-	a, err := l.rooms.AgentByHandle(ctx, r.Agent)
-	if err != nil || a.Bridge != b.ID {
-		l.log.Warn("a bridge reported a receipt for another bridge's steer", "bridge", b.ID, "steer", steerID)
-		return wh.Errorf(wh.EForbidden, "not this bridge's steer")
-	}
-	return nil
-}
-
-func (l *Link) announce(ctx context.Context, b *room.Bridge, a wire.Announce) wire.AnnounceAck {
-	if a.Version != wire.Version {
-		return wire.AnnounceAck{Ack: wire.Ack{Code: wh.EInvalid, Message: fmt.Sprintf("this hub speaks protocol %d, the bridge %d: upgrade the older one", wire.Version, a.Version)}}
-	}
-	ack := wire.AnnounceAck{Ack: wire.Ack{OK: true}, Owner: b.Owner, Policies: map[string]wire.Policy{}}
-	for _, info := range a.Agents {
-		if !room.ValidUserName(info.Name) {
-			return wire.AnnounceAck{Ack: wire.Ack{Code: wh.EInvalid, Message: fmt.Sprintf("agent name %q is not valid: use lowercase letters, digits, '.', '_' or '-'", info.Name)}}
-		}
-		if err := room.ValidatePolicy(&info.Policy); err != nil {
-			return wire.AnnounceAck{Ack: ackErr(err)}
-		}
-		cur, err := l.rooms.AgentByHandle(ctx, b.Owner+"/"+info.Name)
-		changed := err != nil || cur.Bridge != b.ID || cur.Harness != info.Harness || cur.CanSteer != info.CanSteer
-		if err == nil && !changed {
-			p1, _ := json.Marshal(cur.EffectivePolicy())
-			p2, _ := json.Marshal(info.Policy)
-			changed = string(p1) != string(p2)
-		}
-		if changed {
-			if err := l.rooms.RegisterAgent(ctx, b.ID, info, info.Harness); err != nil {
-				return wire.AnnounceAck{Ack: ackErr(err)}
-			}
-		}
-		cur, err = l.rooms.AgentByHandle(ctx, b.Owner+"/"+info.Name)
-		if err != nil {
-			return wire.AnnounceAck{Ack: ackErr(err)}
-		}
-		ack.Policies[info.Name] = cur.EffectivePolicy()
-	}
-	l.mu.Lock()
-	p := l.presence[b.ID]
-	if p == nil {
-		p = &presence{agents: map[string]wire.AgentInfo{}}
-		l.presence[b.ID] = p
-	}
-	p.lastSeen = time.Now()
-	l.mu.Unlock()
-	return ack
-}
-
-// heartbeat records presence (every node) and status changes (deduplicated
-// across nodes by the heartbeat's own time).
-func (l *Link) heartbeat(m *nats.Msg) {
-	id, _, ok := bridgeOf(m.Subject)
-	if !ok || !l.enter() {
-		return
-	}
-	defer l.wg.Done()
-	var hb wire.Heartbeat
-	if json.Unmarshal(m.Data, &hb) != nil {
-		return
-	}
-	l.mu.Lock()
-	p := l.presence[id]
-	if p == nil {
-		p = &presence{agents: map[string]wire.AgentInfo{}}
-		l.presence[id] = p
-	}
-	p.lastSeen = time.Now()
-	p.hbAt = hb.At
-	for _, a := range hb.Agents {
-		p.agents[a.Name] = a
-	}
-	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	b, err := l.rooms.BridgeByID(ctx, id)
-	if err != nil || b.Revoked {
-		return
-	}
-	for _, a := range hb.Agents {
-		handle := b.Owner + "/" + a.Name
-		cur, err := l.rooms.AgentByHandle(ctx, handle)
-		if err != nil || cur.Bridge != id {
-			continue
-		}
-		if cur.Status == a.Status && cur.TurnID == a.TurnID && cur.TurnRoom == a.TurnRoom && strings.Join(cur.SteeredBy, ",") == strings.Join(a.SteeredBy, ",") {
-			continue
-		}
-		key := fmt.Sprintf("status:%s:%d", handle, hb.At.UnixNano())
-		if err := l.rooms.SetAgentStatusOnce(ctx, key, handle, a.Status, a.TurnID, a.TurnRoom, a.SteeredBy); err != nil {
-			l.log.Warn("recording agent status failed", "agent", handle, "err", err)
-		}
-	}
-}
-
-// watchPresence turns the agents of a silent bridge offline.
-func (l *Link) watchPresence() {
-	defer l.wg.Done()
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stopCh:
-			return
-		case <-t.C:
-		}
-		l.mu.Lock()
-		var gone []string
-		var keys []time.Time
-		for id, p := range l.presence {
-			if time.Since(p.lastSeen) > wire.OfflineAfter {
-				gone = append(gone, id)
-				keys = append(keys, p.hbAt)
-				delete(l.presence, id)
-			}
-		}
-		l.mu.Unlock()
-		for i, id := range gone {
-			l.markOffline(id, keys[i])
-		}
-		l.expireUnanswered()
-	}
-}
-
-// expireUnanswered ends steers that never got an answer — the node that sent
-// them stopped before the bridge replied — so none stays pending forever.
-func (l *Link) expireUnanswered() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	stale, err := l.rooms.StalePendingSteers(ctx, l.rooms.Now().Add(-2*l.h.cfg.SteerTimeout))
-	if err != nil {
-		return
-	}
-	for _, r := range stale {
-		err := l.rooms.UpdateSteer(ctx, wire.Receipt{SteerID: r.SteerID, Status: wire.StatusRejected, Reason: wire.ReasonTimeout,
-			Detail: "no answer from the agent's bridge: the hub was restarted or lost it mid-delivery; send again"})
-		if err != nil && wh.ErrorCode(err) != wh.EConflict {
-			l.log.Warn("expiring an unanswered steer failed", "steer", r.SteerID, "err", err)
-		}
-	}
-}
-
-func (l *Link) markOffline(bridgeID string, lastHB time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	agents, err := l.rooms.AgentsOfBridge(ctx, bridgeID)
-	if err != nil {
-		return
-	}
-	for _, a := range agents {
-		if a.Status == wire.AgentOffline {
-			continue
-		}
-		key := fmt.Sprintf("offline:%s:%d", a.Handle, lastHB.UnixNano())
-		if err := l.rooms.SetAgentStatusOnce(ctx, key, a.Handle, wire.AgentOffline, "", "", nil); err != nil {
-			l.log.Warn("marking agent offline failed", "agent", a.Handle, "err", err)
-		}
-		// Steers still waiting on this bridge end now, with a reason.
-		pending, _ := l.rooms.PendingSteers(ctx, a.Handle)
-		for _, p := range pending {
-			l.rooms.UpdateSteer(ctx, wire.Receipt{SteerID: p.SteerID, Status: wire.StatusRejected, Reason: wire.ReasonAgentOffline,
-				Detail: "the agent's bridge went offline before delivering it"})
-		}
-	}
-}
-
-// online reports whether a bridge has been heard from recently.
-func (l *Link) online(bridgeID string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	p := l.presence[bridgeID]
-	return p != nil && time.Since(p.lastSeen) <= wire.OfflineAfter
-}
-
-func (l *Link) turn(ctx context.Context, b *room.Bridge, te wire.TurnEvent) {
-	handle := b.Owner + "/" + te.Agent
-	a, err := l.rooms.AgentByHandle(ctx, handle)
-	if err != nil || a.Bridge != b.ID {
-		return
-	}
-	switch te.Kind {
-	case wire.TurnStarted, wire.TurnEnded:
-		if err := l.rooms.RecordTurn(ctx, handle, te, ""); err != nil {
-			l.log.Warn("recording a turn failed", "agent", handle, "err", err)
-		}
-	case wire.TurnMessage, wire.TurnTool, wire.TurnProgress:
-		roomName := te.Room
-		if roomName == "" {
+		if err := decodeMsg(m.Data, &up); err != nil {
+			l.refuse(m, id, kind, err)
 			return
 		}
-		if in, _ := l.rooms.AgentInRoom(ctx, a.ID, roomName); !in {
-			return // removed from the room meanwhile: say nothing there
+		if err := up.Validate(); err != nil {
+			l.refuse(m, id, kind, err)
+			return
 		}
-		kind := ""
-		if te.Kind != wire.TurnMessage {
-			kind = te.Kind
-		}
-		if _, err := l.rooms.PostAs(ctx, room.AuthorAgent, handle, roomName, te.Text, te.TurnID, kind); err != nil {
-			l.log.Warn("posting agent output failed", "agent", handle, "err", err)
-		}
-	}
-}
-
-func (l *Link) approvalUpdate(ctx context.Context, b *room.Bridge, up wire.ApprovalUpdate) {
-	p, err := l.rooms.ApprovalByID(ctx, up.ApprovalID)
-	if err != nil {
-		return
-	}
-	a, err := l.rooms.AgentByHandle(ctx, p.Agent)
-	if err != nil || a.Bridge != b.ID {
-		l.log.Warn("a bridge reported on another bridge's approval", "bridge", b.ID, "approval", up.ApprovalID)
-		return
-	}
-	if up.By != "" && up.By != a.Owner && (up.Status == wire.ApprovalApproved || up.Status == wire.ApprovalDenied) {
-		l.log.Warn("a bridge reported a decision by someone other than the owner", "approval", up.ApprovalID, "by", up.By)
-		return
-	}
-	if err := l.rooms.RecordDecision(ctx, up.ApprovalID, up.Status, up.By, up.PayloadHash, up.Reason); err != nil && wh.ErrorCode(err) != wh.EConflict {
-		l.log.Warn("recording an approval update failed", "approval", up.ApprovalID, "err", err)
+		l.approvalUpdate(ctx, b, up)
+	default:
+		l.refuse(m, id, kind, wh.Errorf(wh.EInvalid, "unknown message kind %q", kind))
 	}
 }
 
@@ -459,7 +425,7 @@ func (l *Link) request(ctx context.Context, bridgeID, kind string, v, out any, t
 		return &wh.Error{Code: wh.EUnavailable, Message: "could not reach the agent's bridge", Reason: wire.ReasonAgentOffline, Err: err}
 	}
 	if err := json.Unmarshal(m.Data, out); err != nil {
-		return wh.Wrap(err, "decode the bridge's answer")
+		return wh.Errorf(wh.EUnavailable, "the agent's bridge answered with something unreadable")
 	}
 	return nil
 }
@@ -472,6 +438,13 @@ func (l *Link) allow(sender, handle string) bool {
 	b := l.buckets[k]
 	now := time.Now()
 	if b == nil {
+		if len(l.buckets) > 10_000 { // forget full buckets: they hold nothing
+			for k, b := range l.buckets {
+				if now.Sub(b.at) > time.Duration(l.h.cfg.SteerBurst)*l.h.cfg.SteerRefill {
+					delete(l.buckets, k)
+				}
+			}
+		}
 		b = &bucket{tokens: float64(l.h.cfg.SteerBurst), at: now}
 		l.buckets[k] = b
 	}
@@ -483,60 +456,4 @@ func (l *Link) allow(sender, handle string) bool {
 	}
 	b.tokens--
 	return true
-}
-
-// invitations lets the owner answer invitations from the bridge machine:
-// the bridge's key proves it is the owner's.
-func (l *Link) invitations(ctx context.Context, b *room.Bridge, req wire.InvitationsRequest) wire.InvitationsReply {
-	owner, err := l.rooms.UserByName(ctx, b.Owner)
-	if err != nil {
-		return wire.InvitationsReply{Ack: ackErr(err)}
-	}
-	if req.Decide != "" {
-		if req.Decide != "accept" && req.Decide != "decline" {
-			return wire.InvitationsReply{Ack: wire.Ack{Code: wh.EInvalid, Message: "decide must be accept or decline"}}
-		}
-		if _, err := l.rooms.DecideInvitation(ctx, owner, req.ID, req.Decide == "accept"); err != nil {
-			return wire.InvitationsReply{Ack: ackErr(err)}
-		}
-	}
-	invs, err := l.rooms.Invitations(ctx, owner)
-	if err != nil {
-		return wire.InvitationsReply{Ack: ackErr(err)}
-	}
-	out := wire.InvitationsReply{Ack: wire.Ack{OK: true}}
-	for _, in := range invs {
-		if in.Owner == b.Owner {
-			out.Invitations = append(out.Invitations, wire.Invitation{ID: in.ID, Room: in.Room, Agent: in.Agent, RequestedBy: in.RequestedBy, Status: in.Status})
-		}
-	}
-	return out
-}
-
-// tellOwner puts a note about an approval request into the owner's DM with
-// the agent (created on first use), so the owner finds it even when the
-// turn runs in a room they are not watching.
-func (l *Link) tellOwner(ctx context.Context, b *room.Bridge, req wire.ApprovalRequest) {
-	owner, err := l.rooms.UserByName(ctx, b.Owner)
-	if err != nil {
-		return
-	}
-	handle := b.Owner + "/" + req.Agent
-	dm, err := l.rooms.OpenAgentDM(ctx, owner, handle)
-	if err != nil || dm.Name == req.Room {
-		return
-	}
-	where := "a DM"
-	if req.Room != "" {
-		where = "#" + req.Room
-	}
-	taint := ""
-	if req.Tainted {
-		taint = " It is tainted: steered by @" + strings.Join(req.SteeredBy, ", @") + "."
-	}
-	text := fmt.Sprintf("Approval needed in %s: %s (%s, hash %s…).%s Decide on the card in %s, or on your bridge: wheelhouse approve %s --hash %s",
-		where, req.Summary, req.Tool, req.PayloadHash[:12], taint, where, req.ID, req.PayloadHash)
-	if _, err := l.rooms.PostAs(ctx, room.AuthorSystem, "wheelhouse", dm.Name, text, req.TurnID, "approval"); err != nil {
-		l.log.Warn("telling the owner about an approval failed", "approval", req.ID, "err", err)
-	}
 }

@@ -121,7 +121,7 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 		demo.Options["step"] = cfg.DemoStep
 	}
 	b, err := bridge.New(bridge.Config{Creds: creds, Agents: []bridge.AgentConfig{demo}, Harnesses: harnesses.All(), Out: cfg.Out,
-		ControlSocket: filepath.Join(cfg.Hub.DataDir, "bridge.sock"), Logger: cfg.Hub.Logger})
+		ControlSocket: filepath.Join(cfg.Hub.DataDir, "bridge.sock"), Logger: cfg.Hub.Logger, JournalDir: filepath.Join(cfg.Hub.DataDir, "journal")})
 	if err != nil {
 		return fail(err)
 	}

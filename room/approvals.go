@@ -2,111 +2,12 @@ package room
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
-	"errors"
-	"time"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/authz"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
-
-// Approval is an owner-only decision a bridge asked for.
-type Approval struct {
-	ID          string    `json:"id"`
-	Agent       string    `json:"agent"`
-	Owner       string    `json:"owner"`
-	TurnID      string    `json:"turnId"`
-	Room        string    `json:"room"`
-	Tool        string    `json:"tool"`
-	Summary     string    `json:"summary"`
-	Diff        string    `json:"diff,omitempty"`
-	Payload     string    `json:"payload"`
-	PayloadHash string    `json:"payloadHash"`
-	SteeredBy   []string  `json:"steeredBy"`
-	Tainted     bool      `json:"tainted"`
-	Status      string    `json:"status"`
-	DecidedBy   string    `json:"decidedBy,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
-	Expires     time.Time `json:"expires"`
-	At          time.Time `json:"at"`
-}
-
-const approvalCols = `p.id, u.name || '/' || a.name, u.name, p.turn_id, p.room, p.tool, p.summary, p.diff, p.payload, p.payload_hash, p.steered_by,
-	p.tainted, p.status, p.decided_by, p.reason, p.expires_at, p.created_at
-	FROM approvals p JOIN agents a ON a.id = p.agent_id JOIN users u ON u.id = a.owner_id`
-
-func scanApproval(sc scanner) (*Approval, error) {
-	var p Approval
-	var steered, exp, at string
-	if err := sc.Scan(&p.ID, &p.Agent, &p.Owner, &p.TurnID, &p.Room, &p.Tool, &p.Summary, &p.Diff, &p.Payload, &p.PayloadHash, &steered,
-		&p.Tainted, &p.Status, &p.DecidedBy, &p.Reason, &exp, &at); err != nil {
-		return nil, err
-	}
-	json.Unmarshal([]byte(steered), &p.SteeredBy)
-	if p.SteeredBy == nil {
-		p.SteeredBy = []string{}
-	}
-	p.Expires, _ = time.Parse(time.RFC3339Nano, exp)
-	p.At, _ = time.Parse(time.RFC3339Nano, at)
-	return &p, nil
-}
-
-// ApprovalByID reads an approval.
-func (s *Service) ApprovalByID(ctx context.Context, id string) (*Approval, error) {
-	p, err := scanApproval(s.db.r.QueryRowContext(ctx, `SELECT `+approvalCols+` WHERE p.id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, wh.Errorf(wh.ENotFound, "no approval request %s", id)
-	}
-	if err != nil {
-		return nil, wh.Wrap(err, "read approval")
-	}
-	return p, nil
-}
-
-// Approvals lists approvals the viewer may see (the owner's, and those in
-// rooms the viewer is a member of), optionally by state.
-func (s *Service) Approvals(ctx context.Context, viewer *User, state string) ([]*Approval, error) {
-	q := `SELECT ` + approvalCols + ` WHERE (a.owner_id = ? OR p.room IN (SELECT r.name FROM rooms r JOIN members m ON m.room_id = r.id WHERE m.user_id = ?))`
-	args := []any{viewer.ID, viewer.ID}
-	if state != "" {
-		q += ` AND p.status = ?`
-		args = append(args, state)
-	}
-	rows, err := s.db.r.QueryContext(ctx, q+` ORDER BY p.created_at DESC LIMIT 200`, args...)
-	if err != nil {
-		return nil, wh.Wrap(err, "read approvals")
-	}
-	defer rows.Close()
-	out := []*Approval{}
-	for rows.Next() {
-		p, err := scanApproval(rows)
-		if err != nil {
-			return nil, wh.Wrap(err, "read approvals")
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
-}
-
-// PendingApprovalsInRoom lists the pending approvals of turns running in a room.
-func (s *Service) PendingApprovalsInRoom(ctx context.Context, roomName string) ([]*Approval, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT `+approvalCols+` WHERE p.room = ? AND p.status = 'pending'`, roomName)
-	if err != nil {
-		return nil, wh.Wrap(err, "read approvals")
-	}
-	defer rows.Close()
-	var out []*Approval
-	for rows.Next() {
-		p, err := scanApproval(rows)
-		if err != nil {
-			return nil, wh.Wrap(err, "read approvals")
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
-}
 
 // RecordApproval stores a bridge's approval request.
 func (s *Service) RecordApproval(ctx context.Context, handle string, req wire.ApprovalRequest) error {
@@ -116,13 +17,18 @@ func (s *Service) RecordApproval(ctx context.Context, handle string, req wire.Ap
 	if len(req.Diff) > 64<<10 {
 		req.Diff = req.Diff[:64<<10] + "\n… (diff truncated)"
 	}
-	_, err := s.append(ctx, EvApprovalRequested, approvalRequested{ApprovalRequest: req, Handle: handle})
+	if len(req.Sandbox) > 512 {
+		req.Sandbox = req.Sandbox[:512] + "…"
+	}
+	req.Data = authz.MessageDataKinds(req.Data)
+	req.DataTainted = len(req.Data) > 0
+	_, err := s.append(ctx, chat.EvApprovalRequested, chat.ApprovalRequested{ApprovalRequest: req, Handle: handle})
 	return err
 }
 
 // CheckDecision decides whether actor may decide approval id with the hash
 // they were shown, against the current projection.
-func (s *Service) CheckDecision(ctx context.Context, actor *User, id, shownHash string) (*Approval, error) {
+func (s *Service) CheckDecision(ctx context.Context, actor *chat.User, id, shownHash string) (*chat.Approval, error) {
 	p, err := s.ApprovalByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -141,78 +47,11 @@ func (s *Service) CheckDecision(ctx context.Context, actor *User, id, shownHash 
 
 // RecordDecision stores an approval's outcome. The first outcome wins.
 func (s *Service) RecordDecision(ctx context.Context, id, status, by, hash, reason string) error {
-	_, err := s.append(ctx, EvApprovalDecided, approvalDecided{ID: id, Status: status, By: by, Hash: hash, Reason: reason})
-	return err
+	return s.RecordDecisionOnce(ctx, "", id, status, by, hash, reason)
 }
 
-func applyApprovalRequested(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d approvalRequested
-	if err := decode(ev, &d); err != nil {
-		return nil, err
-	}
-	a, err := agentByHandleTx(ctx, tx, d.Handle)
-	if err != nil {
-		return nil, err
-	}
-	steered, _ := json.Marshal(nonNilStrings(d.SteeredBy))
-	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, agent_id, turn_id, room, tool, summary, diff, payload, payload_hash, steered_by, tainted, status, expires_at, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`, d.ID, a.ID, d.TurnID, d.Room, d.Tool, d.Summary, d.Diff, d.Payload, d.PayloadHash,
-		string(steered), d.Tainted, ts(d.Expires), ts(ev.At)); err != nil {
-		return nil, wh.Errorf(wh.EConflict, "approval %s already recorded", d.ID)
-	}
-	if err := timelineTx(ctx, tx, seq, a.ID, "approval.requested", d.TurnID, "", map[string]any{"approvalId": d.ID, "tool": d.Tool,
-		"summary": d.Summary, "payloadHash": d.PayloadHash, "steeredBy": nonNilStrings(d.SteeredBy), "tainted": d.Tainted}, ev.At); err != nil {
-		return nil, err
-	}
-	return approvalFeedTx(ctx, tx, seq, d.ID, ev.At)
-}
-
-func applyApprovalDecided(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d approvalDecided
-	if err := decode(ev, &d); err != nil {
-		return nil, err
-	}
-	var status, turn string
-	var agentID int64
-	err := tx.QueryRowContext(ctx, `SELECT status, agent_id, turn_id FROM approvals WHERE id = ?`, d.ID).Scan(&status, &agentID, &turn)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, wh.Errorf(wh.ENotFound, "no approval request %s", d.ID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if status != wire.ApprovalPending {
-		return nil, &wh.Error{Code: wh.EConflict, Message: "this request was already " + status, Reason: authz.ReasonAlreadyDecided}
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, reason = ? WHERE id = ?`, d.Status, d.By, d.Reason, d.ID); err != nil {
-		return nil, err
-	}
-	if err := timelineTx(ctx, tx, seq, agentID, "approval."+d.Status, turn, d.By, map[string]any{"approvalId": d.ID, "payloadHash": d.Hash, "reason": d.Reason}, ev.At); err != nil {
-		return nil, err
-	}
-	return approvalFeedTx(ctx, tx, seq, d.ID, ev.At)
-}
-
-func approvalFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, id string, at time.Time) ([]FeedItem, error) {
-	p, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` WHERE p.id = ?`, id))
-	if err != nil {
-		return nil, err
-	}
-	ownerID, err := userIDTx(ctx, tx, p.Owner)
-	if err != nil {
-		return nil, err
-	}
-	var roomID int64
-	ids := []int64{ownerID}
-	if p.Room != "" {
-		if rid, err := roomIDTx(ctx, tx, p.Room); err == nil {
-			roomID = rid
-			m, err := roomMembersTx(ctx, tx, rid)
-			if err != nil {
-				return nil, err
-			}
-			ids = append(ids, m...)
-		}
-	}
-	return feedTx(ctx, tx, seq, roomID, ownerID, ids, map[string]any{"id": seq, "type": "approval", "room": p.Room, "at": at, "data": p})
+// RecordDecisionOnce is RecordDecision under an idempotency key ("" for a
+// fresh one): several hub nodes expiring one approval record it once.
+func (s *Service) RecordDecisionOnce(ctx context.Context, key, id, status, by, hash, reason string) error {
+	return s.appendOnce(ctx, key, chat.EvApprovalDecided, chat.ApprovalDecided{ID: id, Status: status, By: by, Hash: hash, Reason: reason})
 }

@@ -3,6 +3,8 @@ package room
 import (
 	"sync"
 	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 )
 
 // The hot read paths (every request authenticates; every post and history
@@ -17,7 +19,7 @@ const (
 )
 
 type authEntry struct {
-	u   User
+	u   chat.User
 	exp time.Time // zero: never
 	at  time.Time
 }
@@ -38,12 +40,12 @@ func newCaches() *caches {
 	return &caches{auth: map[string]authEntry{}, access: map[accessKey]int64{}}
 }
 
-func (c *caches) getAuth(hash string, now time.Time) (User, bool) {
+func (c *caches) getAuth(hash string, now time.Time) (chat.User, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.auth[hash]
 	if !ok || now.Sub(e.at) > authCacheTTL || (!e.exp.IsZero() && now.After(e.exp)) {
-		return User{}, false
+		return chat.User{}, false
 	}
 	return e.u, true
 }
@@ -89,10 +91,10 @@ func (c *caches) putAccess(user int64, room string, id int64, gen uint64) {
 
 // onFeed forgets membership answers when membership may have changed and
 // credentials when one was revoked.
-func (c *caches) onFeed(items []FeedItem) {
+func (c *caches) onFeed(items []chat.FeedItem) {
 	for _, it := range items {
 		switch it.Kind {
-		case EvMemberAdded, EvMemberRemoved, EvRoomCreated:
+		case chat.EvMemberAdded, chat.EvMemberRemoved, chat.EvRoomCreated:
 			c.mu.Lock()
 			c.access = map[accessKey]int64{}
 			c.gen++

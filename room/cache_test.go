@@ -1,6 +1,10 @@
 package room
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+)
 
 func TestAccessCacheIgnoresAnswersFromBeforeAChange(t *testing.T) {
 	c := newCaches()
@@ -9,7 +13,7 @@ func TestAccessCacheIgnoresAnswersFromBeforeAChange(t *testing.T) {
 		t.Fatal("empty cache answered")
 	}
 	// Membership changes while the database read is in flight…
-	c.onFeed([]FeedItem{{Kind: EvMemberRemoved}})
+	c.onFeed([]chat.FeedItem{{Kind: chat.EvMemberRemoved}})
 	// …so the (possibly stale) answer must not be kept.
 	c.putAccess(1, "dev", 42, gen)
 	if _, ok, _ := c.getAccess(1, "dev"); ok {
@@ -20,11 +24,11 @@ func TestAccessCacheIgnoresAnswersFromBeforeAChange(t *testing.T) {
 	if id, ok, _ := c.getAccess(1, "dev"); !ok || id != 42 {
 		t.Fatal("did not keep a fresh answer")
 	}
-	c.onFeed([]FeedItem{{Kind: "message"}})
+	c.onFeed([]chat.FeedItem{{Kind: "message"}})
 	if _, ok, _ := c.getAccess(1, "dev"); !ok {
 		t.Fatal("a message dropped the membership cache")
 	}
-	c.onFeed([]FeedItem{{Kind: EvMemberAdded}})
+	c.onFeed([]chat.FeedItem{{Kind: chat.EvMemberAdded}})
 	if _, ok, _ := c.getAccess(1, "dev"); ok {
 		t.Fatal("a membership change kept the cache")
 	}

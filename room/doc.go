@@ -1,4 +1,5 @@
-// Package room owns the chat domain — users, credentials, rooms, DMs,
-// members, messages, mentions — its event log on JetStream and its SQLite
-// read model. It may import authz and wire; it never imports web or bridge.
+// Package room owns the chat domain's rules: who may create, join, post,
+// add agents, pair bridges, decide — each decision made with authz — and
+// the events those changes append to the log. It reads through store and
+// appends through eventlog; it never imports web, hub or bridge.
 package room

@@ -6,36 +6,30 @@ import (
 	"strconv"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
-	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // AgentAPI is what the hub's bridge link provides to the web server: the
 // parts of steering that talk to bridges or know their presence.
 type AgentAPI interface {
-	// Deliver routes every agent mention of m and returns the receipts known
-	// within a short wait (final ones where possible). turns optionally names,
-	// per agent handle, the turn the sender saw running (stale-turn guard).
-	Deliver(ctx context.Context, sender *room.User, m *room.Message, turns map[string]string) []room.Receipt
+	// AwaitReceipts returns the receipts of m's agent mentions, waiting
+	// briefly for the bridges' answers. Delivery itself does not depend on
+	// it: it follows from the message being in the log.
+	AwaitReceipts(ctx context.Context, m *chat.Message) []chat.Receipt
 	// Annotate sets each agent's live status and, for the viewer in roomName,
 	// what a mention would do now (Mode, ModeText).
-	Annotate(ctx context.Context, viewer *room.User, roomName string, agents []*room.Agent)
+	Annotate(ctx context.Context, viewer *chat.User, roomName string, agents []*chat.Agent)
 	// Interrupt stops the agent's running turn (owner only).
-	Interrupt(ctx context.Context, actor *room.User, handle string) error
+	Interrupt(ctx context.Context, actor *chat.User, handle string) error
 	// PolicyChanged tells the agent's bridge about a new policy.
-	PolicyChanged(ctx context.Context, a *room.Agent)
+	PolicyChanged(ctx context.Context, a *chat.Agent)
 	// Decide relays the owner's decision to the bridge and records it.
-	Decide(ctx context.Context, actor *room.User, id, decision, hash string) (*room.Approval, error)
-	// MemberLeft voids pending approvals of turns the departed member steered.
-	MemberLeft(ctx context.Context, roomName, user string)
-	// AgentRemoved voids pending approvals of the agent's turns in the room.
-	AgentRemoved(ctx context.Context, roomName, handle string)
+	Decide(ctx context.Context, actor *chat.User, id, decision, hash string) (*chat.Approval, error)
 	// PairCommand is the exact command an owner runs to pair a bridge.
 	PairCommand(token string) string
 	// NATSURL is where bridges connect.
 	NATSURL() string
-	// BridgeRevoked disconnects a revoked bridge that is still connected.
-	BridgeRevoked(ctx context.Context, bridgeID string)
 }
 
 func (s *Server) agentRoutes(mux *http.ServeMux) {
@@ -52,7 +46,7 @@ func (s *Server) agentRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /api/v1/approvals/{id}", s.authed(s.getApproval))
 	mux.Handle("POST /api/v1/approvals/{id}", s.authed(s.postApproval))
 	mux.Handle("POST /api/v1/bridges/pairing-tokens", s.authed(s.postPairingToken))
-	mux.Handle("POST /api/v1/bridges/pair", s.wrap(s.postPair))
+	mux.Handle("POST /api/v1/bridges/pair", s.wrap(noRetryKey(s.postPair)))
 	mux.Handle("GET /api/v1/bridges", s.authed(s.getBridges))
 	mux.Handle("DELETE /api/v1/bridges/{id}", s.authed(s.deleteBridge))
 }
@@ -66,7 +60,7 @@ func (s *Server) needAgents() error {
 	return nil
 }
 
-func (s *Server) getAgents(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getAgents(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	as, err := s.rooms.Agents(r.Context(), u)
 	if err != nil {
 		return err
@@ -75,13 +69,13 @@ func (s *Server) getAgents(w http.ResponseWriter, r *http.Request, u *room.User)
 		s.agents.Annotate(r.Context(), u, "", as)
 	}
 	if as == nil {
-		as = []*room.Agent{}
+		as = []*chat.Agent{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agents": as})
 	return nil
 }
 
-func (s *Server) getRoomAgents(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getRoomAgents(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	as, err := s.rooms.RoomAgents(r.Context(), u, r.PathValue("room"))
 	if err != nil {
 		return err
@@ -90,13 +84,13 @@ func (s *Server) getRoomAgents(w http.ResponseWriter, r *http.Request, u *room.U
 		s.agents.Annotate(r.Context(), u, r.PathValue("room"), as)
 	}
 	if as == nil {
-		as = []*room.Agent{}
+		as = []*chat.Agent{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agents": as})
 	return nil
 }
 
-func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		Policy *wire.Policy `json:"policy"`
 	}
@@ -120,7 +114,7 @@ func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request, u *room.User
 
 func ptr[T any](v T) *T { return &v }
 
-func (s *Server) postInterrupt(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postInterrupt(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	if err := s.needAgents(); err != nil {
 		return err
 	}
@@ -131,16 +125,16 @@ func (s *Server) postInterrupt(w http.ResponseWriter, r *http.Request, u *room.U
 	return nil
 }
 
-func (s *Server) getTimeline(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getTimeline(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	es, err := s.rooms.Timeline(r.Context(), u, handleOf(r), r.URL.Query().Get("turn"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent": handleOf(r), "entries": es, "firstBad": room.VerifyTimeline(es)})
+	writeJSON(w, http.StatusOK, map[string]any{"agent": handleOf(r), "entries": es, "firstBad": chat.VerifyTimeline(es)})
 	return nil
 }
 
-func (s *Server) postRoomAgent(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postRoomAgent(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		Agent string `json:"agent"`
 	}
@@ -159,19 +153,16 @@ func (s *Server) postRoomAgent(w http.ResponseWriter, r *http.Request, u *room.U
 	return nil
 }
 
-func (s *Server) deleteRoomAgent(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) deleteRoomAgent(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	roomName, handle := r.PathValue("room"), handleOf(r)
 	if err := s.rooms.RemoveAgent(r.Context(), u, roomName, handle); err != nil {
 		return err
-	}
-	if s.agents != nil {
-		s.agents.AgentRemoved(r.Context(), roomName, handle)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func (s *Server) getInvitations(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getInvitations(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	invs, err := s.rooms.Invitations(r.Context(), u)
 	if err != nil {
 		return err
@@ -180,7 +171,7 @@ func (s *Server) getInvitations(w http.ResponseWriter, r *http.Request, u *room.
 	return nil
 }
 
-func (s *Server) postInvitation(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postInvitation(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		return wh.Errorf(wh.EInvalid, "invitation ids are numbers")
@@ -202,7 +193,7 @@ func (s *Server) postInvitation(w http.ResponseWriter, r *http.Request, u *room.
 	return nil
 }
 
-func (s *Server) getApprovals(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getApprovals(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	ps, err := s.rooms.Approvals(r.Context(), u, r.URL.Query().Get("state"))
 	if err != nil {
 		return err
@@ -211,7 +202,7 @@ func (s *Server) getApprovals(w http.ResponseWriter, r *http.Request, u *room.Us
 	return nil
 }
 
-func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	ps, err := s.rooms.Approvals(r.Context(), u, "")
 	if err != nil {
 		return err
@@ -225,7 +216,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, u *room.Use
 	return wh.Errorf(wh.ENotFound, "no approval request %s that you can see", r.PathValue("id"))
 }
 
-func (s *Server) postApproval(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postApproval(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	if err := s.needAgents(); err != nil {
 		return err
 	}
@@ -247,7 +238,7 @@ func (s *Server) postApproval(w http.ResponseWriter, r *http.Request, u *room.Us
 	return nil
 }
 
-func (s *Server) postPairingToken(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postPairingToken(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	if err := s.needAgents(); err != nil {
 		return err
 	}
@@ -282,7 +273,7 @@ func (s *Server) postPair(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getBridges(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getBridges(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	bs, err := s.rooms.Bridges(r.Context(), u)
 	if err != nil {
 		return err
@@ -291,12 +282,9 @@ func (s *Server) getBridges(w http.ResponseWriter, r *http.Request, u *room.User
 	return nil
 }
 
-func (s *Server) deleteBridge(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) deleteBridge(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	if err := s.rooms.RevokeBridge(r.Context(), u, r.PathValue("id")); err != nil {
 		return err
-	}
-	if s.agents != nil {
-		s.agents.BridgeRevoked(r.Context(), r.PathValue("id"))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

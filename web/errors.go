@@ -31,6 +31,8 @@ func HTTPStatus(code string) int {
 		return http.StatusTooManyRequests
 	case wh.EUnavailable:
 		return http.StatusServiceUnavailable
+	case wh.EStorageFull:
+		return http.StatusInsufficientStorage
 	default:
 		return http.StatusInternalServerError
 	}
@@ -47,8 +49,11 @@ type ErrorBody struct {
 
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	code := wh.ErrorCode(err)
-	if code == wh.EInternal {
+	switch code {
+	case wh.EInternal:
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	case wh.EUnavailable, wh.EStorageFull:
+		log.Warn("request refused: the hub cannot take writes now", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	var b ErrorBody
 	b.Error.Code = code

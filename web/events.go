@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
-	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 )
 
 // WebSocket limits.
@@ -58,7 +58,7 @@ func (b *broker) remove(c *wsConn) {
 	b.mu.Unlock()
 }
 
-func (b *broker) publish(items []room.FeedItem) {
+func (b *broker) publish(items []chat.FeedItem) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	for i := range items {
@@ -76,14 +76,14 @@ func (b *broker) publish(items []room.FeedItem) {
 type wsConn struct {
 	userID int64
 	ws     *websocket.Conn
-	q      chan *room.FeedItem
+	q      chan *chat.FeedItem
 	cancel context.CancelCauseFunc
 	once   sync.Once
 }
 
 var errSlow = errors.New("slow consumer")
 
-func (c *wsConn) enqueue(it *room.FeedItem) {
+func (c *wsConn) enqueue(it *chat.FeedItem) {
 	select {
 	case c.q <- it:
 	default:
@@ -95,10 +95,18 @@ func (c *wsConn) goingAway() {
 	c.ws.Close(websocket.StatusGoingAway, "hub shutting down")
 }
 
-func (s *Server) events(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	since, err := queryInt(r, "since")
 	if err != nil {
 		return err
+	}
+	// n: the place of the last item processed within event since (one
+	// event may reach a client as several items); absent: all of it.
+	sinceIdx := int64(1 << 30)
+	if r.URL.Query().Has("n") {
+		if sinceIdx, err = queryInt(r, "n"); err != nil {
+			return err
+		}
 	}
 	if r.Header.Get("Upgrade") == "" {
 		return wh.Errorf(wh.EInvalid, "this endpoint speaks WebSocket: connect with a WebSocket client")
@@ -109,7 +117,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *room.User) er
 	}
 	ws.SetReadLimit(wsReadLimit)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	c := &wsConn{userID: u.ID, ws: ws, q: make(chan *room.FeedItem, s.cfg.QueueSize), cancel: cancel}
+	c := &wsConn{userID: u.ID, ws: ws, q: make(chan *chat.FeedItem, s.cfg.QueueSize), cancel: cancel}
 
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
@@ -134,7 +142,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *room.User) er
 		}
 	}()
 
-	err = s.writeLoop(ctx, c, uint64(since))
+	err = s.writeLoop(ctx, c, uint64(since), int(min(sinceIdx, 1<<30)))
 	if errors.Is(context.Cause(ctx), errSlow) || errors.Is(err, context.DeadlineExceeded) {
 		s.metrics.wsSlow.Inc()
 		s.log.Warn("disconnected a slow WebSocket client", "user", u.Name)
@@ -148,7 +156,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *room.User) er
 	return nil
 }
 
-func (s *Server) writeLoop(ctx context.Context, c *wsConn, since uint64) error {
+func (s *Server) writeLoop(ctx context.Context, c *wsConn, since uint64, sinceIdx int) error {
 	write := func(b []byte) error {
 		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
 		defer cancel()
@@ -157,9 +165,9 @@ func (s *Server) writeLoop(ctx context.Context, c *wsConn, since uint64) error {
 	// Backlog first (the connection is already registered, so nothing
 	// applied from now on is missed), then live items, skipping any seq
 	// already sent.
-	last := since
+	last, lastIdx := since, sinceIdx
 	for {
-		items, err := s.rooms.FeedSince(ctx, c.userID, last, wsBacklogPage)
+		items, err := s.rooms.FeedSince(ctx, c.userID, last, lastIdx, wsBacklogPage)
 		if err != nil {
 			return err
 		}
@@ -167,13 +175,15 @@ func (s *Server) writeLoop(ctx context.Context, c *wsConn, since uint64) error {
 			if err := write(it.Body); err != nil {
 				return err
 			}
-			last = it.Seq
+			last, lastIdx = it.Seq, it.Idx
 		}
 		if len(items) < wsBacklogPage {
 			break
 		}
 	}
-	if err := write([]byte(`{"type":"ready","id":` + strconv.FormatUint(last, 10) + `}`)); err != nil {
+	// The client resumes after this position: every item of event id is
+	// sent (live items of it follow only if they were not in the backlog).
+	if err := write([]byte(`{"type":"ready","id":` + strconv.FormatUint(last, 10) + `,"n":` + strconv.Itoa(lastIdx) + `}`)); err != nil {
 		return err
 	}
 	ping := time.NewTicker(wsPingEvery)
@@ -187,12 +197,12 @@ func (s *Server) writeLoop(ctx context.Context, c *wsConn, since uint64) error {
 			// not per frame: a room's burst reaches many connections).
 			wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
 			for n := 0; ; n++ {
-				if it.Seq > last {
+				if it.After(last, lastIdx) {
 					if err := c.ws.Write(wctx, websocket.MessageText, it.Body); err != nil {
 						cancel()
 						return err
 					}
-					last = it.Seq
+					last, lastIdx = it.Seq, it.Idx
 				}
 				if n == 63 {
 					break

@@ -6,11 +6,12 @@ import (
 	"strings"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
-	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
-func (s *Server) getRooms(w http.ResponseWriter, r *http.Request, u *room.User) error {
-	var rooms []room.Room
+func (s *Server) getRooms(w http.ResponseWriter, r *http.Request, u *chat.User) error {
+	var rooms []chat.Room
 	var err error
 	if r.URL.Query().Get("public") != "" {
 		rooms, err = s.rooms.PublicRooms(r.Context(), u)
@@ -24,7 +25,7 @@ func (s *Server) getRooms(w http.ResponseWriter, r *http.Request, u *room.User) 
 	return nil
 }
 
-func (s *Server) postRoom(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postRoom(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		Name    string `json:"name"`
 		Private bool   `json:"private"`
@@ -41,7 +42,7 @@ func (s *Server) postRoom(w http.ResponseWriter, r *http.Request, u *room.User) 
 	return nil
 }
 
-func (s *Server) getRoom(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getRoom(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	rm, err := s.rooms.RoomFor(r.Context(), u, r.PathValue("room"))
 	if err != nil {
 		return err
@@ -50,7 +51,7 @@ func (s *Server) getRoom(w http.ResponseWriter, r *http.Request, u *room.User) e
 	return nil
 }
 
-func (s *Server) getMembers(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getMembers(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	ms, err := s.rooms.Members(r.Context(), u, r.PathValue("room"))
 	if err != nil {
 		return err
@@ -60,7 +61,7 @@ func (s *Server) getMembers(w http.ResponseWriter, r *http.Request, u *room.User
 }
 
 // postMember joins a public room (no user, or yourself) or adds someone.
-func (s *Server) postMember(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postMember(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		User string `json:"user"`
 	}
@@ -89,19 +90,16 @@ func (s *Server) postMember(w http.ResponseWriter, r *http.Request, u *room.User
 	return nil
 }
 
-func (s *Server) deleteMember(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) deleteMember(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	roomName, user := r.PathValue("room"), r.PathValue("user")
 	if err := s.rooms.RemoveMember(r.Context(), u, roomName, user); err != nil {
 		return err
-	}
-	if s.agents != nil {
-		s.agents.MemberLeft(r.Context(), roomName, strings.TrimPrefix(strings.ToLower(user), "@"))
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func (s *Server) postDM(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postDM(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		With string `json:"with"`
 	}
@@ -111,7 +109,7 @@ func (s *Server) postDM(w http.ResponseWriter, r *http.Request, u *room.User) er
 	if in.With == "" {
 		return wh.Errorf(wh.EInvalid, `name who the DM is with: {"with":"alice"} or {"with":"owner/agent"}`)
 	}
-	var rm *room.Room
+	var rm *chat.Room
 	var err error
 	if strings.Contains(in.With, "/") { // owner/agent
 		rm, err = s.rooms.OpenAgentDM(r.Context(), u, in.With)
@@ -137,7 +135,7 @@ func queryInt(r *http.Request, key string) (int64, error) {
 	return n, nil
 }
 
-func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	after, err := queryInt(r, "after")
 	if err != nil {
 		return err
@@ -150,10 +148,11 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, u *room.Use
 	if err != nil {
 		return err
 	}
-	if limit > room.MaxPage {
-		return wh.Errorf(wh.EInvalid, "limit must be at most %d", room.MaxPage)
+	if limit > chat.MaxPage {
+		return wh.Errorf(wh.EInvalid, "limit must be at most %d", chat.MaxPage)
 	}
-	ms, err := s.rooms.History(r.Context(), u, r.PathValue("room"), after, before, int(limit))
+	page := store.Page{After: after, HasAfter: r.URL.Query().Has("after"), Before: before, Limit: int(limit)}
+	ms, err := s.rooms.History(r.Context(), u, r.PathValue("room"), page)
 	if err != nil {
 		return err
 	}
@@ -170,7 +169,7 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, u *room.Use
 	return nil
 }
 
-func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		Text string `json:"text"`
 		// Turns names, per agent handle, the turn the sender saw running: a
@@ -180,20 +179,20 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *room.Use
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	m, err := s.rooms.Post(r.Context(), u, r.PathValue("room"), in.Text)
+	m, err := s.rooms.Post(r.Context(), u, r.PathValue("room"), in.Text, in.Turns)
 	if err != nil {
 		return err
 	}
 	s.metrics.posts.Inc()
 	out := map[string]any{"message": m}
 	if s.agents != nil && hasAgentMention(m) {
-		out["receipts"] = s.agents.Deliver(r.Context(), u, m, in.Turns)
+		out["receipts"] = s.agents.AwaitReceipts(r.Context(), m)
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 
-func hasAgentMention(m *room.Message) bool {
+func hasAgentMention(m *chat.Message) bool {
 	for _, mn := range m.Mentions {
 		if mn.Kind == "agent" {
 			return true

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
@@ -80,7 +84,7 @@ func New(cfg Config) *Server {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Publish hands projected feed items to live clients.
-func (s *Server) Publish(items []room.FeedItem) { s.broker.publish(items) }
+func (s *Server) Publish(items []chat.FeedItem) { s.broker.publish(items) }
 
 // Close closes every WebSocket with 1001 (going away).
 func (s *Server) Close() {
@@ -96,7 +100,7 @@ func (s *Server) Close() {
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
-type authedFunc func(w http.ResponseWriter, r *http.Request, u *room.User) error
+type authedFunc func(w http.ResponseWriter, r *http.Request, u *chat.User) error
 
 func (s *Server) wrap(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -106,14 +110,61 @@ func (s *Server) wrap(h handlerFunc) http.Handler {
 	})
 }
 
+// IdempotencyHeader names the client's retry key on creates and posts.
+const IdempotencyHeader = "Idempotency-Key"
+
+// secretRoutes answer with a secret shown once: a retry cannot return the
+// first answer, so they refuse an idempotency key rather than pretend.
+var secretRoutes = map[string]bool{
+	"POST /api/v1/tokens":                 true,
+	"POST /api/v1/bridges/pairing-tokens": true,
+	"POST /api/v1/sessions":               true,
+	"POST /api/v1/setup":                  true,
+	"POST /api/v1/bridges/pair":           true,
+}
+
+// writeTimeout bounds a change a client asked for once it is under way.
+const writeTimeout = 30 * time.Second
+
 func (s *Server) authed(h authedFunc) http.Handler {
 	return s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		u, err := s.user(r)
 		if err != nil {
 			return err
 		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// A change, once asked for, is carried out whether or not the
+			// client waits for the answer: no half-done writes.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), writeTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		if key := r.Header.Get(IdempotencyHeader); key != "" && r.Method != http.MethodGet {
+			if secretRoutes[r.Pattern] {
+				return errSecretRetry
+			}
+			// A retry from the same user of the same request, within the
+			// log's deduplication window, gets the first answer.
+			ctx, err := room.WithIdempotencyKey(r.Context(), u.Name, r.Method+" "+r.URL.Path, key)
+			if err != nil {
+				return err
+			}
+			r = r.WithContext(ctx)
+		}
 		return h(w, r, u)
 	})
+}
+
+var errSecretRetry = wh.Errorf(wh.EInvalid, "this request returns a secret that is shown once, so it cannot be retried with an Idempotency-Key: send it without one (a retry creates another; revoke the spare)")
+
+// noRetryKey refuses an idempotency key on the unauthenticated secret routes.
+func noRetryKey(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if r.Header.Get(IdempotencyHeader) != "" {
+			return errSecretRetry
+		}
+		return h(w, r)
+	}
 }
 
 func secretFrom(r *http.Request) string {
@@ -129,7 +180,7 @@ func secretFrom(r *http.Request) string {
 	return ""
 }
 
-func (s *Server) user(r *http.Request) (*room.User, error) {
+func (s *Server) user(r *http.Request) (*chat.User, error) {
 	return s.rooms.Authenticate(r.Context(), secretFrom(r))
 }
 
@@ -138,8 +189,8 @@ func (s *Server) routes() http.Handler {
 	api := func(pattern string, h http.Handler) { mux.Handle(pattern, h) }
 
 	api("GET /api/v1/setup", s.wrap(s.getSetup))
-	api("POST /api/v1/setup", s.wrap(s.postSetup))
-	api("POST /api/v1/sessions", s.wrap(s.postSession))
+	api("POST /api/v1/setup", s.wrap(noRetryKey(s.postSetup)))
+	api("POST /api/v1/sessions", s.wrap(noRetryKey(s.postSession)))
 	api("DELETE /api/v1/sessions", s.wrap(s.deleteSession))
 	api("GET /api/v1/me", s.authed(s.getMe))
 	api("GET /api/v1/users", s.authed(s.getUsers))
@@ -169,7 +220,14 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Ready != nil {
 			if err := s.cfg.Ready(); err != nil {
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+				// A short reason code for the world; the detail is logged.
+				reason := "not-ready"
+				var f *eventlog.Failure
+				if errors.As(err, &f) {
+					reason = f.Reason
+				}
+				s.log.Warn("not ready", "reason", reason, "err", err)
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason})
 				return
 			}
 		}
@@ -246,7 +304,7 @@ func (s *Server) postSetup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.setCookie(w, secret, room.SessionTTL)
+	s.setCookie(w, secret, chat.SessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }
@@ -270,7 +328,7 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.logins.succeed(in.Name)
-	s.setCookie(w, secret, room.SessionTTL)
+	s.setCookie(w, secret, chat.SessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }
@@ -286,14 +344,14 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getMe(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	// head is the last event this node has applied: a client that loads
 	// history now and then connects with since=head misses nothing.
 	writeJSON(w, http.StatusOK, map[string]any{"user": u, "head": s.rooms.Log.Applied()})
 	return nil
 }
 
-func (s *Server) getUsers(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getUsers(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	us, err := s.rooms.Users(r.Context())
 	if err != nil {
 		return err
@@ -302,7 +360,7 @@ func (s *Server) getUsers(w http.ResponseWriter, r *http.Request, u *room.User) 
 	return nil
 }
 
-func (s *Server) postUser(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postUser(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		Name     string `json:"name"`
 		Display  string `json:"display"`
@@ -320,7 +378,7 @@ func (s *Server) postUser(w http.ResponseWriter, r *http.Request, u *room.User) 
 	return nil
 }
 
-func (s *Server) getTokens(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) getTokens(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	ts, err := s.rooms.Tokens(r.Context(), u)
 	if err != nil {
 		return err
@@ -329,7 +387,7 @@ func (s *Server) getTokens(w http.ResponseWriter, r *http.Request, u *room.User)
 	return nil
 }
 
-func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	if err := s.rooms.RevokeToken(r.Context(), u, r.PathValue("id")); err != nil {
 		return err
 	}
@@ -337,7 +395,7 @@ func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request, u *room.Use
 	return nil
 }
 
-func (s *Server) postToken(w http.ResponseWriter, r *http.Request, u *room.User) error {
+func (s *Server) postToken(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		Label string `json:"label"`
 	}

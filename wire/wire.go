@@ -3,6 +3,8 @@ package wire
 import (
 	"fmt"
 	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 )
 
 // Version is the protocol version carried in every announce. A hub refuses a
@@ -62,32 +64,48 @@ func InboxPrefix(bridgeID string) string { return "_INBOX." + bridgeID }
 // HubWildcard is what the hub subscribes to for all bridges' traffic.
 const HubWildcard = "wh.hub.*.*"
 
-// Receipt statuses. Every steer ends in exactly one final status.
+// Receipt statuses. A steer moves from pending (at the hub) to delivered
+// states and ends in exactly one final status.
 const (
-	StatusStarted   = "started"   // final: a new turn was started with the message
-	StatusSteered   = "steered"   // final: the message was put into the running turn
-	StatusQueued    = "queued"    // not final: waits for the turn to end
-	StatusDelivered = "delivered" // final: a queued message was delivered
-	StatusExpired   = "expired"   // final: a queued message passed its age
-	StatusRejected  = "rejected"  // final, with Reason
+	StatusStarted     = "started"     // delivered: a new turn was started with the message
+	StatusSteered     = "steered"     // delivered: the message was put into the running turn
+	StatusQueued      = "queued"      // waits for the running turn to end
+	StatusDelivered   = "delivered"   // delivered: a queued message started a turn
+	StatusDone        = "done"        // final: the turn it reached completed
+	StatusFailed      = "failed"      // final: the turn it reached failed (the harness crashed or errored, the bridge went away)
+	StatusInterrupted = "interrupted" // final: the turn it reached was stopped (Detail says by whom)
+	StatusExpired     = "expired"     // final: it was not delivered in time (Reason expired)
+	StatusRejected    = "rejected"    // final, with Reason
 )
 
-// Reasons for StatusRejected (and Expired).
+// Final reports whether a receipt status is final: nothing changes it.
+func Final(status string) bool {
+	switch status {
+	case StatusDone, StatusFailed, StatusInterrupted, StatusExpired, StatusRejected:
+		return true
+	}
+	return false
+}
+
+// Reasons for StatusRejected (and Expired). Those authz decides are its
+// own constants.
 const (
-	ReasonNotAMember       = "not-a-member"
-	ReasonNotAllowed       = "not-allowed"
-	ReasonAgentNotInRoom   = "agent-not-in-room"
+	ReasonNotAMember       = authz.ReasonNotAMember
+	ReasonNotAllowed       = authz.ReasonNotAllowed
+	ReasonAgentNotInRoom   = authz.ReasonAgentNotInRoom
 	ReasonAgentOffline     = "agent-offline"
 	ReasonAgentFailed      = "agent-failed"
-	ReasonStaleTurn        = "stale-turn"
-	ReasonTurnEnded        = "turn-ended"
+	ReasonAgentBusy        = "agent-busy"
+	ReasonStaleTurn        = authz.ReasonStaleTurn
+	ReasonTurnEnded        = authz.ReasonTurnEnded
 	ReasonRateLimited      = "rate-limited"
-	ReasonSteeringDisabled = "steering-disabled"
-	ReasonSteerLimit       = "steer-limit"
-	ReasonExpired          = "expired"
+	ReasonSteeringDisabled = authz.ReasonSteeringDisabled
+	ReasonSteerLimit       = authz.ReasonSteerLimit
+	ReasonExpired          = authz.ReasonExpired
 	ReasonUnknownAgent     = "unknown-agent"
 	ReasonTimeout          = "timeout"
-	ReasonPeerAgent        = "peer-agent"
+	ReasonPeerAgent        = authz.ReasonPeerAgent
+	ReasonDuplicate        = "duplicate"
 )
 
 // Part is a span of a message's text that the sender quoted or pasted; the
@@ -114,9 +132,9 @@ type Policy struct {
 
 // Address policies.
 const (
-	AddressOwner   = "owner"
-	AddressUsers   = "users"
-	AddressMembers = "members"
+	AddressOwner   = authz.AddressOwner
+	AddressUsers   = authz.AddressUsers
+	AddressMembers = authz.AddressMembers
 )
 
 // DefaultPolicy is what an agent gets when its config says nothing.
@@ -151,6 +169,22 @@ type Steer struct {
 	// bridge steers only into the turn it believes active; if this is set and
 	// differs from that turn, the steer is rejected as stale.
 	ExpectedTurn string `json:"expectedTurn,omitempty"`
+	// Deadline (hub clock) is the last moment the bridge may act on the
+	// steer. After it the hub has answered the sender "expired" and the
+	// bridge refuses it, so the answer and the deed always agree.
+	Deadline time.Time `json:"deadline"`
+	// TimelineHead is the newest entry of the agent's timeline the hub had
+	// when it sent the steer. The bridge journals it; inspect --verify later
+	// checks that the hub's timeline still holds that entry unchanged.
+	TimelineHead *ChainHead `json:"timelineHead,omitempty"`
+}
+
+// ChainHead names one entry of an agent's hash-chained timeline: the event
+// (stream sequence), the entry's place among that event's entries, its hash.
+type ChainHead struct {
+	Seq  uint64 `json:"seq"`
+	Idx  int    `json:"idx,omitempty"`
+	Hash string `json:"hash"`
 }
 
 // Receipt reports what became of a steer.
@@ -175,6 +209,11 @@ type AgentInfo struct {
 	TurnRoom  string   `json:"turnRoom,omitempty"`  // room the running turn was started from
 	SteeredBy []string `json:"steeredBy,omitempty"` // senders whose steers reached the running turn
 	Policy    Policy   `json:"policy"`
+	// Pending and Queued name the approvals waiting for the owner and the
+	// steers queued for after the turn, so the hub can tell the bridge
+	// which of them it already ended (ControlResync).
+	Pending []string `json:"pending,omitempty"`
+	Queued  []string `json:"queued,omitempty"`
 }
 
 // Agent statuses.
@@ -190,6 +229,9 @@ const (
 type Announce struct {
 	Version int         `json:"version"`
 	Agents  []AgentInfo `json:"agents"`
+	// CallTimeout is the bridge's bound on a harness call: the hub waits
+	// this long past a steer's deadline for the bridge's answer.
+	CallTimeout Duration `json:"callTimeout,omitempty"`
 }
 
 // AnnounceAck answers an Announce with the owner the hub knows for this
@@ -199,6 +241,14 @@ type AnnounceAck struct {
 	Ack
 	Owner    string            `json:"owner"`
 	Policies map[string]Policy `json:"policies,omitempty"`
+	// HubTime is the hub's clock when it answered: the bridge learns the
+	// offset between the clocks and judges steer deadlines on the hub's.
+	HubTime time.Time `json:"hubTime,omitzero"`
+	// Refused names agents this bridge may not run, with why (another of
+	// the owner's bridges runs an agent of that name).
+	Refused map[string]string `json:"refused,omitempty"`
+	// Resync names, per agent, what the hub already ended (ControlResync).
+	Resync []Control `json:"resync,omitempty"`
 }
 
 // Heartbeat is published every HeartbeatInterval with current agent states.
@@ -218,12 +268,20 @@ const (
 type TurnEvent struct {
 	Agent  string    `json:"agent"`
 	TurnID string    `json:"turnId"`
-	Kind   string    `json:"kind"` // started, ended, message, progress, tool, interrupted, failed
-	Status string    `json:"status,omitempty"`
+	Kind   string    `json:"kind"`             // started, ended, message, progress, tool
+	Status string    `json:"status,omitempty"` // ended: completed, interrupted, failed
 	Text   string    `json:"text,omitempty"`
 	Room   string    `json:"room,omitempty"` // room the turn was started from
+	By     string    `json:"by,omitempty"`   // ended as interrupted: who stopped it
 	At     time.Time `json:"at"`
 }
+
+// Turn end statuses.
+const (
+	TurnCompleted   = "completed"
+	TurnInterrupted = "interrupted"
+	TurnFailed      = "failed"
+)
 
 // Turn event kinds.
 const (
@@ -234,14 +292,27 @@ const (
 	TurnTool     = "tool"
 )
 
-// Control is an owner action on an agent.
+// Control is an owner action on an agent, or the hub's resync.
 type Control struct {
 	Agent  string  `json:"agent"`
-	Action string  `json:"action"` // "interrupt", "policy"
+	Action string  `json:"action"` // ControlInterrupt, ControlPolicy, ControlResync
 	TurnID string  `json:"turnId,omitempty"`
 	Policy *Policy `json:"policy,omitempty"`
 	By     string  `json:"by"`
+	// Resync: the approvals and queued steers the hub ended.
+	Approvals []string `json:"approvals,omitempty"`
+	Steers    []string `json:"steers,omitempty"`
 }
+
+// Control actions.
+const (
+	ControlInterrupt = "interrupt"
+	ControlPolicy    = "policy"
+	// ControlResync tells a bridge the hub declared it offline: its running
+	// turns ended as failed, its approvals were voided and its queued steers
+	// expired. The bridge ends them too, so both sides agree.
+	ControlResync = "resync"
+)
 
 // ApprovalRequest is what a bridge asks the owner to decide.
 type ApprovalRequest struct {
@@ -257,6 +328,14 @@ type ApprovalRequest struct {
 	Tainted     bool      `json:"tainted"`
 	Room        string    `json:"room,omitempty"`
 	Expires     time.Time `json:"expires"`
+
+	// DataTainted: pasted, quoted or forwarded text, or another agent's
+	// output, reached the turn (Data lists the kinds); auto-approve is off.
+	DataTainted bool     `json:"dataTainted,omitempty"`
+	Data        []string `json:"data,omitempty"`
+	// Sandbox is where the call will run, in the harness's words (codex
+	// also puts it into the approved payload, so the hash binds it).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Decision is the owner's answer, relayed by the hub (or made locally).
@@ -267,6 +346,9 @@ type Decision struct {
 	PayloadHash string `json:"payloadHash"`
 	By          string `json:"by"`
 	Reason      string `json:"reason,omitempty"`
+
+	// TimelineHead: as in Steer, the hub's newest timeline entry for the agent.
+	TimelineHead *ChainHead `json:"timelineHead,omitempty"`
 }
 
 // ApprovalUpdate reports an approval decided or ended on the bridge itself:
@@ -282,11 +364,11 @@ type ApprovalUpdate struct {
 
 // Approval states.
 const (
-	ApprovalPending  = "pending"
-	ApprovalApproved = "approved"
-	ApprovalDenied   = "denied"
-	ApprovalExpired  = "expired"
-	ApprovalVoided   = "voided"
+	ApprovalPending  = authz.StatePending
+	ApprovalApproved = authz.StateApproved
+	ApprovalDenied   = authz.StateDenied
+	ApprovalExpired  = authz.StateExpired
+	ApprovalVoided   = authz.StateVoided
 )
 
 // Ack answers a request.

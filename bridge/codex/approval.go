@@ -171,7 +171,10 @@ func (s *session) commandAsk(params json.RawMessage) (bridge.ApprovalAsk, error)
 	if command == "" {
 		return bridge.ApprovalAsk{}, fmt.Errorf("command approval %q names no command", p.ItemID)
 	}
-	args := map[string]any{"command": command, "cwd": cwd}
+	s.mu.Lock()
+	short, long := s.where(p.ThreadID, p.TurnID, p.ItemID)
+	s.mu.Unlock()
+	args := map[string]any{"command": command, "cwd": cwd, "sandbox": short}
 	if p.Kind != "" && p.Kind != "command" {
 		args["kind"] = p.Kind
 	}
@@ -191,6 +194,9 @@ func (s *session) commandAsk(params json.RawMessage) (bridge.ApprovalAsk, error)
 		TurnID:  s.askTurn(p.ThreadID, p.TurnID),
 		Call:    bridge.ToolCall{Tool: ToolExec, Args: args},
 		Summary: summary,
+		Sandbox: long,
+		// The turn has a sandbox and this call would not be in it.
+		LeavesSandbox: short == "none" && s.turnSandboxed(p.TurnID),
 	}, nil
 }
 
@@ -218,20 +224,31 @@ func (s *session) fileChangeAsk(params json.RawMessage) (bridge.ApprovalAsk, err
 			diff.WriteString("\n")
 		}
 	}
+	s.mu.Lock()
+	pol := s.turnPolicyOf(p.TurnID)
+	s.mu.Unlock()
+	short, long := "none", "none: codex writes the files with your full access"
+	if pol.sandboxed() {
+		short, long = pol.sandbox, pol.sandbox+": codex writes only what the sandbox allows"
+	}
 	args := map[string]any{"changes": changes}
 	summary := s.fileChangeSummary(threadItem{Changes: it.Changes})
 	if root := deref(p.GrantRoot); root != "" {
 		args["grant_root"] = root
 		summary += " (and write access under " + root + ")"
+		short, long = "none", "none: this grants write access under "+root+" beyond the sandbox"
 	}
+	args["sandbox"] = short
 	if r := deref(p.Reason); r != "" {
 		summary += " — " + r
 	}
 	return bridge.ApprovalAsk{
-		TurnID:  s.askTurn(p.ThreadID, p.TurnID),
-		Call:    bridge.ToolCall{Tool: ToolApplyPatch, Args: args},
-		Summary: summary,
-		Diff:    diff.String(),
+		TurnID:        s.askTurn(p.ThreadID, p.TurnID),
+		Call:          bridge.ToolCall{Tool: ToolApplyPatch, Args: args},
+		Summary:       summary,
+		Diff:          diff.String(),
+		Sandbox:       long,
+		LeavesSandbox: short == "none" && pol.sandboxed(),
 	}, nil
 }
 

@@ -39,9 +39,23 @@ type settings struct {
 	env            []string
 	codexHome      string
 	approvalPolicy string
-	sandbox        string
+	sandbox        string // the sandbox codex gets (see effectiveSandbox)
 	model          string
 	strictConfig   bool
+	// configuredSandbox is the sandbox option as written ("" if unset).
+	configuredSandbox string
+}
+
+// owner is the policy of the owner's own turns.
+func (s settings) owner() policy { return policy{approval: s.approvalPolicy, sandbox: s.sandbox} }
+
+// effectiveSandbox is the sandbox codex runs with under approval: under
+// untrusted none at all (see strictPolicy for why), else the configured one.
+func effectiveSandbox(approval, configured string) string {
+	if approval == "untrusted" {
+		return "danger-full-access"
+	}
+	return configured
 }
 
 func resolve(a bridge.AgentConfig) (settings, error) {
@@ -60,7 +74,7 @@ func resolve(a bridge.AgentConfig) (settings, error) {
 		case OptApprovalPolicy:
 			s.approvalPolicy = v
 		case OptSandbox:
-			s.sandbox = v
+			s.sandbox, s.configuredSandbox = v, v
 		case OptModel:
 			s.model = v
 		case OptStrictConfig:
@@ -78,6 +92,7 @@ func resolve(a bridge.AgentConfig) (settings, error) {
 		return s, wheelhouse.Errorf(wheelhouse.EInvalid, "agent %q: sandbox %q is not one of %s",
 			a.Name, s.sandbox, strings.Join(sandboxModes, ", "))
 	}
+	s.sandbox = effectiveSandbox(s.approvalPolicy, s.sandbox)
 	var err error
 	if s.dir, err = absPath(a.Dir); err != nil {
 		return s, wheelhouse.Errorf(wheelhouse.EInvalid, "agent %q: dir %q: %v", a.Name, a.Dir, err)

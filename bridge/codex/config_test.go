@@ -19,7 +19,8 @@ func TestResolve(t *testing.T) {
 		check   func(t *testing.T, s settings)
 	}{
 		{name: "Defaults", agent: bridge.AgentConfig{Name: "a", Dir: dir}, check: func(t *testing.T, s settings) {
-			if s.binary != "codex" || s.approvalPolicy != "untrusted" || s.sandbox != "workspace-write" || s.dir != dir || s.codexHome != "" {
+			// untrusted runs without a sandbox: codex would leave it after an approval anyway
+			if s.binary != "codex" || s.approvalPolicy != "untrusted" || s.sandbox != "danger-full-access" || s.configuredSandbox != "" || s.dir != dir || s.codexHome != "" {
 				t.Fatalf("%+v", s)
 			}
 			if got := strings.Join(s.args(), " "); got != "app-server --listen stdio://" {
@@ -34,6 +35,18 @@ func TestResolve(t *testing.T) {
 				t.Fatalf("%+v", s)
 			}
 		}},
+		{name: "UntrustedIgnoresSandbox", agent: bridge.AgentConfig{Name: "a", Dir: dir, Options: map[string]string{OptSandbox: "read-only"}},
+			check: func(t *testing.T, s settings) {
+				if s.sandbox != "danger-full-access" || s.configuredSandbox != "read-only" || s.owner() != strictPolicy {
+					t.Fatalf("%+v", s)
+				}
+			}},
+		{name: "OnRequestKeepsSandbox", agent: bridge.AgentConfig{Name: "a", Dir: dir, Options: map[string]string{OptApprovalPolicy: "on-request"}},
+			check: func(t *testing.T, s settings) {
+				if s.sandbox != "workspace-write" || s.owner().asksFirst() || !s.owner().sandboxed() {
+					t.Fatalf("%+v", s)
+				}
+			}},
 		{name: "ErrBadApprovalPolicy", agent: bridge.AgentConfig{Name: "a", Options: map[string]string{OptApprovalPolicy: "unlessTrusted"}},
 			wantErr: "approval_policy"},
 		{name: "ErrBadSandbox", agent: bridge.AgentConfig{Name: "a", Options: map[string]string{OptSandbox: "workspaceWrite"}},

@@ -1,11 +1,13 @@
 package codex
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
@@ -69,6 +71,16 @@ func (s *session) onNotify(method string, params json.RawMessage) {
 		if err = json.Unmarshal(params, &n); err == nil {
 			s.resolved(n.RequestID)
 		}
+	case noteSettingsUpdated:
+		var n settingsNote
+		if err = json.Unmarshal(params, &n); err == nil {
+			s.settingsUpdated(n)
+		}
+	case noteRawItem:
+		var n rawItemNote
+		if err = json.Unmarshal(params, &n); err == nil {
+			evs = s.rawItem(n)
+		}
 	default:
 		return // the protocol has many more; we need none of them
 	}
@@ -106,6 +118,7 @@ func (s *session) turnCompleted(n turnNote) []bridge.Event {
 		text = n.Turn.Error.Message
 	}
 	s.markEnded(n.Turn.ID)
+	s.forgetCalls(n.Turn.ID)
 	return append(evs, bridge.Event{Kind: bridge.EventTurnEnded, TurnID: n.Turn.ID, Status: n.Turn.Status, Text: text})
 }
 
@@ -157,6 +170,7 @@ func (s *session) itemStarted(n itemNote) {
 		s.log.Warn("codex: too many live items; not tracking another", "item", n.Item.ID)
 		return
 	}
+	s.callStarted(n.ThreadID, n.TurnID, n.Item.ID) // a command, or a patch codex intercepted from one
 	s.itemSeq++
 	it := &liveItem{threadID: n.ThreadID, turnID: n.TurnID, seq: s.itemSeq, item: n.Item}
 	it.text.WriteString(n.Item.Text)
@@ -188,9 +202,14 @@ func (s *session) itemCompleted(n itemNote) []bridge.Event {
 	live := s.items[key]
 	delete(s.items, key)
 	ours := n.ThreadID == s.threadID
+	s.callDone(n.ThreadID, n.TurnID, n.Item.ID)
+	unasked := n.Item.Type == "commandExecution" && s.turnPolicyOf(n.TurnID).asksFirst() && s.asked[key] == 0 && n.Item.Status != "declined"
 	s.mu.Unlock()
 	if !ours {
 		return nil
+	}
+	if unasked {
+		return s.ranUnasked(n)
 	}
 	it := n.Item
 	switch it.Type {
@@ -276,4 +295,22 @@ func (s *session) relPath(p string) string {
 		return rel
 	}
 	return p
+}
+
+// ranUnasked reports a command codex ran without asking in a turn whose
+// policy asks before every command (a rule allowed it, or codex changed),
+// and stops the turn: no further side effect of it is covered by the gate.
+func (s *session) ranUnasked(n itemNote) []bridge.Event {
+	s.log.Error("codex ran a command without asking in a turn that must ask before every command; stopping the turn",
+		"turn", n.TurnID, "command", n.Item.Command)
+	turn := n.TurnID
+	s.h.goTracked(func() {
+		ctx, cancel := context.WithTimeout(s.h.life, 10*time.Second)
+		defer cancel()
+		if err := s.interrupt(ctx, turn); err != nil {
+			s.log.Warn("codex: could not stop the turn", "turn", turn, "err", err)
+		}
+	})
+	return []bridge.Event{{Kind: bridge.EventTool, TurnID: n.TurnID, Text: commandSummary(n.Item) +
+		"\n⚠ codex ran this without asking, in a turn that must ask before every command; the turn was stopped"}}
 }

@@ -113,8 +113,30 @@ func (h *Harness) StartTurn(ctx context.Context, in bridge.Input) (string, error
 	if err != nil {
 		return "", err
 	}
-	return s.startTurn(ctx, in.Text)
+	return s.startTurn(ctx, in.Text, in.Strict)
 }
+
+var _ bridge.Gating = (*Harness)(nil)
+
+// StrictTurns is nil when codex can run a strict turn: untrusted (it asks
+// before every command) with no sandbox to leave, and no rule in
+// $CODEX_HOME/rules that lets a command run unasked.
+func (h *Harness) StrictTurns() error {
+	if why := homeProblem(h.cfg); why != "" {
+		return errors.New(why)
+	}
+	return nil
+}
+
+// TurnStrict reports whether turnID started under a policy that asks
+// before every command (and the rules still let it).
+func (h *Harness) TurnStrict(turnID string) bool {
+	s, err := h.current()
+	return err == nil && s.turnStrict(turnID) && homeProblem(h.cfg) == ""
+}
+
+// OwnerTurns says what codex runs unasked in the owner's own turns.
+func (h *Harness) OwnerTurns() string { return h.cfg.owner().ownerTurns() }
 
 // Steer adds in.Text to the running turn if it is expectedTurnID:
 // bridge.ErrStaleTurn if another turn runs, bridge.ErrNoActiveTurn if none.

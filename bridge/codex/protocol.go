@@ -15,6 +15,9 @@ const (
 	methodTurnStart     = "turn/start"
 	methodTurnSteer     = "turn/steer"
 	methodTurnInterrupt = "turn/interrupt"
+	// methodSettingsUpdate changes the thread's approval policy and sandbox
+	// for the turns that follow (experimental API).
+	methodSettingsUpdate = "thread/settings/update"
 )
 
 // Server → client notifications we act on.
@@ -26,6 +29,13 @@ const (
 	noteAgentDelta      = "item/agentMessage/delta"
 	noteError           = "error"
 	noteRequestResolved = "serverRequest/resolved"
+	// noteSettingsUpdated confirms a change of the thread's settings; it
+	// comes only when they changed (experimental API).
+	noteSettingsUpdated = "thread/settings/updated"
+	// noteRawItem carries the model's own items (experimentalRawEvents):
+	// every function_call with its arguments, and every function_call_output,
+	// including those of calls codex refused and never made an item of.
+	noteRawItem = "rawResponseItem/completed"
 )
 
 // Server → client requests we answer.
@@ -64,12 +74,55 @@ type threadParams struct {
 	Sandbox        string `json:"sandbox,omitempty"`
 	Model          string `json:"model,omitempty"`
 	ExcludeTurns   bool   `json:"excludeTurns,omitempty"` // thread/resume only
+	// Config overrides codex's config for this thread; the adapter marks
+	// the project untrusted so codex never reads its .codex folder (rules,
+	// config) and never records the project as trusted.
+	Config map[string]any `json:"config,omitempty"`
+	// ExperimentalRawEvents turns on noteRawItem (thread/start only).
+	ExperimentalRawEvents bool `json:"experimentalRawEvents,omitempty"`
 }
 
 type threadResult struct {
 	Thread struct {
 		ID string `json:"id"`
 	} `json:"thread"`
+	ApprovalPolicy json.RawMessage `json:"approvalPolicy"`
+	Sandbox        json.RawMessage `json:"sandbox"`
+}
+
+type settingsUpdateParams struct {
+	ThreadID       string `json:"threadId"`
+	ApprovalPolicy string `json:"approvalPolicy"`
+	SandboxPolicy  any    `json:"sandboxPolicy"`
+}
+
+type settingsNote struct {
+	ThreadID       string `json:"threadId"`
+	ThreadSettings struct {
+		ApprovalPolicy json.RawMessage `json:"approvalPolicy"`
+		SandboxPolicy  json.RawMessage `json:"sandboxPolicy"`
+	} `json:"threadSettings"`
+}
+
+// rawItemNote is a noteRawItem; only function calls and their outputs are
+// decoded.
+type rawItemNote struct {
+	ThreadID string `json:"threadId"`
+	TurnID   string `json:"turnId"`
+	Item     struct {
+		Type      string          `json:"type"` // function_call, function_call_output, message, ...
+		Name      string          `json:"name"`
+		Arguments string          `json:"arguments"`
+		CallID    string          `json:"call_id"`
+		Output    json.RawMessage `json:"output"`
+	} `json:"item"`
+}
+
+// execArgs are the exec_command arguments that decide where it runs.
+type execArgs struct {
+	Cmd                string `json:"cmd"`
+	SandboxPermissions string `json:"sandbox_permissions"` // use_default | require_escalated | with_additional_permissions
+	Justification      string `json:"justification"`
 }
 
 // userInput is one element of turn/start and turn/steer "input".

@@ -49,6 +49,19 @@ type session struct {
 	itemSeq   int                         // insertion order of items
 	approvals map[string]*pendingApproval // pending approvals by server request id
 	turnErr   map[string]string           // last non-retried error per turn
+
+	// What codex runs without asking (see policy.go): the thread's settings
+	// as codex last reported them, a channel closed and replaced whenever
+	// they change, the owner's sandbox as codex reported it at thread start,
+	// and the settings each recent turn started under.
+	policy          policy
+	settingsChanged chan struct{}
+	ownerSandbox    json.RawMessage
+	turnPolicy      map[string]policy
+	// The model's calls as codex relayed them (rawResponseItem), and how
+	// many approval requests each item made, by threadID/itemID.
+	calls map[string]*callInfo
+	asked map[string]int
 }
 
 // spawn starts codex app-server and completes the handshake on a thread:
@@ -89,6 +102,11 @@ func (h *Harness) spawn(ctx context.Context, resumeID string) (*session, error) 
 		items:     map[string]*liveItem{},
 		approvals: map[string]*pendingApproval{},
 		turnErr:   map[string]string{},
+
+		settingsChanged: make(chan struct{}),
+		turnPolicy:      map[string]policy{},
+		calls:           map[string]*callInfo{},
+		asked:           map[string]int{},
 	}
 	s.conn = newConn(w, handlers{notify: s.onNotify, request: s.onRequest}, s.log)
 	s.conn.start(stdoutR)
@@ -169,6 +187,8 @@ func (s *session) handshake(ctx context.Context, resumeID string) error {
 	var ip initializeParams
 	ip.ClientInfo = clientInfo{Name: "wheelhouse", Title: "Wheelhouse", Version: clientVersion()}
 	ip.Capabilities.OptOutNotificationMethods = optOutNotifications
+	// For thread/settings/update and its confirmation, and raw items.
+	ip.Capabilities.ExperimentalAPI = true
 	if err := s.conn.call(ctx, methodInitialize, ip, nil); err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
@@ -176,7 +196,8 @@ func (s *session) handshake(ctx context.Context, resumeID string) error {
 		return fmt.Errorf("initialized: %w", err)
 	}
 	cfg := s.h.cfg
-	tp := threadParams{Cwd: cfg.dir, ApprovalPolicy: cfg.approvalPolicy, Sandbox: cfg.sandbox, Model: cfg.model}
+	tp := threadParams{Cwd: cfg.dir, ApprovalPolicy: cfg.approvalPolicy, Sandbox: cfg.sandbox, Model: cfg.model,
+		Config: map[string]any{"projects": map[string]any{cfg.dir: map[string]any{"trust_level": "untrusted"}}}}
 	var res threadResult
 	if resumeID != "" {
 		rp := tp
@@ -190,15 +211,24 @@ func (s *session) handshake(ctx context.Context, resumeID string) error {
 		}
 	}
 	if res.Thread.ID == "" {
-		if err := s.conn.call(ctx, methodThreadStart, tp, &res); err != nil {
+		sp := tp
+		sp.ExperimentalRawEvents = true
+		if err := s.conn.call(ctx, methodThreadStart, sp, &res); err != nil {
 			return fmt.Errorf("thread/start: %w", err)
 		}
 	}
 	if res.Thread.ID == "" {
 		return errors.New("thread/start returned no thread id")
 	}
+	pol, err := parsePolicy(res.ApprovalPolicy, res.Sandbox)
+	if err != nil {
+		s.log.Warn("codex: cannot read the thread's settings; every turn will set them", "err", err)
+	}
 	s.mu.Lock()
-	s.threadID = res.Thread.ID
+	s.threadID, s.policy = res.Thread.ID, pol
+	if pol == cfg.owner() {
+		s.ownerSandbox = res.Sandbox
+	}
 	s.mu.Unlock()
 	s.log.Info("codex: ready", "thread", res.Thread.ID, "resumed", resumeID == res.Thread.ID)
 	return nil
@@ -232,7 +262,17 @@ func (s *session) isEnded(id string) bool {
 	return false
 }
 
-func (s *session) startTurn(ctx context.Context, text string) (string, error) {
+// startTurn starts a turn under the owner's policy, or under strictPolicy
+// when strict; the thread's settings are changed and confirmed by codex
+// before the text goes in.
+func (s *session) startTurn(ctx context.Context, text string, strict bool) (string, error) {
+	want := s.h.cfg.owner()
+	if strict {
+		if why := homeProblem(s.h.cfg); why != "" {
+			return "", fmt.Errorf("%w: %s", bridge.ErrNotStrict, why)
+		}
+		want = strictPolicy
+	}
 	s.mu.Lock()
 	if s.turn != "" || s.starting {
 		turn := s.turn
@@ -247,6 +287,9 @@ func (s *session) startTurn(ctx context.Context, text string) (string, error) {
 		s.starting = false
 		s.mu.Unlock()
 	}()
+	if err := s.ensurePolicy(ctx, want); err != nil {
+		return "", err
+	}
 
 	var res turnStartResult
 	err := s.conn.callThen(ctx, methodTurnStart, turnStartParams{ThreadID: thread, Input: textInput(text)}, &res,
@@ -257,6 +300,7 @@ func (s *session) startTurn(ctx context.Context, text string) (string, error) {
 				if !s.isEnded(r.Turn.ID) {
 					s.turn = r.Turn.ID
 				}
+				s.noteTurnPolicy(r.Turn.ID, want)
 				s.mu.Unlock()
 			}
 		})

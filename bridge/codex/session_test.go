@@ -152,7 +152,7 @@ func TestSessionApprovals(t *testing.T) {
 			t.Fatalf("decision %q", d)
 		}
 		ask := gate.asked()[0]
-		want := `{"tool":"apply_patch","args":{"changes":[{"diff":"hello from stub patch\n","kind":"add","path":"/p/patched.txt"}]}}`
+		want := `{"tool":"apply_patch","args":{"changes":[{"diff":"hello from stub patch\n","kind":"add","path":"/p/patched.txt"}],"sandbox":"none"}}`
 		if b, _ := json.Marshal(ask.Call); string(b) != want {
 			t.Fatalf("call %s\nwant %s", b, want)
 		}
@@ -175,9 +175,42 @@ func TestSessionApprovals(t *testing.T) {
 		if d := decision(t, p, 4); d != decisionAccept {
 			t.Fatalf("decision %q", d)
 		}
-		want := `{"tool":"exec_command","args":{"command":"/bin/bash -lc 'touch x'","cwd":"/p"}}`
+		want := `{"tool":"exec_command","args":{"command":"/bin/bash -lc 'touch x'","cwd":"/p","sandbox":"none"}}`
 		if b, _ := json.Marshal(gate.asked()[0].Call); string(b) != want {
 			t.Fatalf("call %s", b)
+		}
+	})
+	t.Run("SandboxBoundIntoCall", func(t *testing.T) {
+		call := func(callID, args string) string {
+			return note(noteRawItem, fmt.Sprintf(`{"threadId":"T","turnId":"U","item":{"type":"function_call","name":"exec_command","call_id":%q,"arguments":%q}}`, callID, args))
+		}
+		cases := []struct {
+			name, raw  string
+			asks       int
+			want, long string
+		}{
+			{"InsideTheSandbox", call("call_stub_6", `{"cmd":"touch x"}`), 1, "workspace-write", "workspace-write: codex runs it inside"},
+			{"AgentAsksToLeave", call("call_stub_6", `{"cmd":"touch x","sandbox_permissions":"require_escalated","justification":"need /etc"}`), 1, "none", "outside the workspace-write sandbox (need /etc)"},
+			{"UnknownCallCountsAsFullAccess", "", 1, "none", "did not say"},
+			{"SecondRequestIsOutside", call("call_stub_6", `{"cmd":"touch x"}`), 2, "none", "again outside"},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				gate := &testGate{decide: approve}
+				s, p, _ := newTestSession(t, gate)
+				s.policy = policy{approval: "on-request", sandbox: "workspace-write"}
+				if c.raw != "" {
+					p.send(c.raw)
+				}
+				for i := range c.asks {
+					p.send(fmt.Sprintf(cmdApproval, i, "T", "U"))
+					decision(t, p, float64(i))
+				}
+				ask := gate.asked()[c.asks-1]
+				if got := ask.Call.Args["sandbox"]; got != c.want || !strings.Contains(ask.Sandbox, c.long) {
+					t.Fatalf("sandbox %v / %q, want %s / …%s…", got, ask.Sandbox, c.want, c.long)
+				}
+			})
 		}
 	})
 	t.Run("DeniedOrUnredeemableDeclines", func(t *testing.T) {

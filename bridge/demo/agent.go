@@ -99,6 +99,18 @@ func (a *Agent) Kind() string { return Kind }
 // CanSteer returns true: steers reach the running turn.
 func (a *Agent) CanSteer() bool { return true }
 
+var _ bridge.Gating = (*Agent)(nil)
+
+// StrictTurns is nil: every side effect of a demo turn (deleting a file in
+// its pretend workspace) goes through the gate.
+func (a *Agent) StrictTurns() error { return nil }
+
+// TurnStrict is true for every turn (see StrictTurns).
+func (a *Agent) TurnStrict(string) bool { return true }
+
+// OwnerTurns is "": owner turns ask too.
+func (a *Agent) OwnerTurns() string { return "" }
+
 // Start makes the agent ready; there is nothing to launch.
 func (a *Agent) Start(ctx context.Context) error {
 	a.mu.Lock()

@@ -125,6 +125,20 @@ func (a *Agent) Kind() string { return Kind }
 // CanSteer returns false: a running command takes no more input.
 func (a *Agent) CanSteer() bool { return false }
 
+var _ bridge.Gating = (*Agent)(nil)
+
+// StrictTurns always fails: the configured command runs as it is, and
+// nothing it does reaches the owner's approval gate.
+func (a *Agent) StrictTurns() error {
+	return errors.New("it runs its configured command without asking its owner about anything the command does")
+}
+
+// TurnStrict is false: see StrictTurns.
+func (a *Agent) TurnStrict(string) bool { return false }
+
+// OwnerTurns says what every turn does unasked.
+func (a *Agent) OwnerTurns() string { return "run the configured command without asking" }
+
 // Start checks that the command and its directory exist.
 func (a *Agent) Start(ctx context.Context) error {
 	if !strings.ContainsRune(a.argv[0], os.PathSeparator) {

@@ -16,8 +16,9 @@ import (
 )
 
 type bridgeFlags struct {
-	hub, token, name, creds, config, logLevel string
-	logJSON                                   bool
+	hub, token, name, creds, config, logLevel, journal string
+	logJSON                                            bool
+	callTimeout                                        time.Duration
 }
 
 // bridgeFlagSets are the bridge subcommands' flag sets (also checked
@@ -44,6 +45,8 @@ func bridgeFlagSet(sub string, stderr io.Writer) (*flag.FlagSet, *bridgeFlags) {
 		fs.StringVar(&f.config, "config", "wheelhouse-bridge.toml", "the bridge config file (agents and policies); see docs/bridge.example.toml")
 		fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 		fs.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+		fs.DurationVar(&f.callTimeout, "call-timeout", bridge.DefaultCallTimeout, "how long a harness may take to take a message or start a turn before that message fails")
+		fs.StringVar(&f.journal, "journal", bridge.DefaultJournalDir(), "where each agent's append-only journal is kept (wheelhouse inspect --verify reads it)")
 	default:
 		fs = newFlags("bridge "+sub, "bridge "+sub, stderr)
 	}
@@ -86,16 +89,20 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "Paired as bridge %s of @%s. Credentials saved to %s (0600).\nNext: write a config (see docs/bridge.example.toml) and run: wheelhouse bridge run --config FILE\n", cell(c.BridgeID), cell(c.Owner), f.creds)
 		return nil
 	case "run":
-		creds, err := bridge.LoadCredentials(f.creds)
-		if err != nil {
-			return err
-		}
 		cfg, err := bridge.LoadConfig(f.config)
 		if err != nil {
 			return err
 		}
+		path := f.creds
+		if cfg.Credentials != "" && !flagSet(fs, "credentials") {
+			path = cfg.Credentials // the config names them; the flag still wins
+		}
+		creds, err := bridge.LoadCredentials(path)
+		if err != nil {
+			return err
+		}
 		b, err := bridge.New(bridge.Config{Creds: creds, Agents: cfg.Agents, Harnesses: harnesses.All(), Out: stdout,
-			ControlSocket: bridge.DefaultControlSocket(), Logger: newLogger(stderr, f.logJSON, f.logLevel)})
+			ControlSocket: bridge.DefaultControlSocket(), CallTimeout: f.callTimeout, Logger: newLogger(stderr, f.logJSON, f.logLevel), JournalDir: f.journal})
 		if err != nil {
 			return err
 		}
@@ -139,4 +146,11 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		return usageError{fmt.Sprintf("unknown bridge command %q (pair, run, invitations, accept, decline)", sub)}
 	}
+}
+
+// flagSet reports whether name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

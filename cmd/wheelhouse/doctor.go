@@ -6,11 +6,13 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/claude"
+	"github.com/wheelhouse-dev/wheelhouse/bridge/codex"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/harnesses"
 	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 )
@@ -92,6 +94,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if a.Harness == "claude" {
 				fmt.Fprint(stdout, indent(termsafe.Text(claude.LaunchedSettings(a))))
 			}
+			checkGating(stdout, report, a, known, agentDirs(cfg.Agents))
 		}
 	}
 	if *project != "" {
@@ -126,4 +129,35 @@ func indent(s string) string {
 		b.WriteString("     " + l + "\n")
 	}
 	return b.String()
+}
+
+// checkGating explains who may reach an agent's turns, and for codex checks
+// that codex's own allow-list ($CODEX_HOME/rules) lies out of every agent's
+// reach and lets nothing run unasked.
+func checkGating(stdout io.Writer, report func(bool, string, string), a bridge.AgentConfig, known map[string]bridge.Factory, dirs []string) {
+	pol, err := a.PolicyFile.Policy()
+	if f, ok := known[a.Harness]; ok && err == nil {
+		if h, err := f(bridge.Deps{Agent: a}); err == nil {
+			for _, n := range bridge.GatingNotes(h, pol) {
+				fmt.Fprintf(stdout, "info agent %s: %s\n", a.Name, n)
+			}
+		}
+	}
+	if a.Harness == "codex" {
+		for _, c := range codex.CheckHome(a, dirs) {
+			report(c.OK, "agent "+a.Name+" "+c.What, c.Detail)
+		}
+	}
+}
+
+// agentDirs are the working directories of every agent (absolute; "" is
+// the bridge's own).
+func agentDirs(agents []bridge.AgentConfig) []string {
+	var out []string
+	for _, a := range agents {
+		if d, err := filepath.Abs(a.Dir); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }

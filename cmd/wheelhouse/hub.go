@@ -17,6 +17,7 @@ type hubFlags struct {
 	data, http, nats, natsURL, publicURL, origins, logLevel string
 	replicas                                                int
 	logJSON                                                 bool
+	steerTimeout                                            time.Duration
 }
 
 func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
@@ -29,6 +30,7 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.StringVar(&f.origins, "origins", "", "extra allowed WebSocket origins, comma-separated host patterns")
 	fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&f.steerTimeout, "steer-timeout", hub.DefaultSteerTimeout, "how long a bridge has to begin acting on a message (its deadline)")
 }
 
 func (f *hubFlags) config(stderr io.Writer) hub.Config {
@@ -40,7 +42,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 	}
 	return hub.Config{
 		DataDir: f.data, HTTPAddr: f.http, NATSAddr: f.nats, NATSURL: f.natsURL,
-		Replicas: f.replicas, PublicURL: f.publicURL, OriginPatterns: origins,
+		Replicas: f.replicas, PublicURL: f.publicURL, OriginPatterns: origins, SteerTimeout: f.steerTimeout,
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,17 +15,18 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
-	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", "inspect @owner/agent [--turn ID] [--json] [--verify] [--hub URL] [--token TOKEN]", stderr)
+	fs := newFlags("inspect", "inspect @owner/agent [--turn ID] [--json] [--verify [--journal FILE]] [--hub URL] [--token TOKEN]", stderr)
 	hubURL := fs.String("hub", "", "the hub's URL (default: the one this machine's bridge paired with)")
 	token := fs.String("token", "", "an API token (POST /api/v1/tokens)")
 	turn := fs.String("turn", "", "only this turn")
 	js := fs.Bool("json", false, "print JSON")
-	verify := fs.Bool("verify", false, "check the timeline's hash chain and report the first break")
+	verify := fs.Bool("verify", false, "check the timeline's hash chain, and check it against this machine's bridge journal of the agent")
+	journal := fs.String("journal", "", "the bridge journal to check against (default: this machine's journal of the agent, if any)")
 	var handle string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		handle, args = args[0], args[1:]
@@ -34,7 +37,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if handle == "" && fs.NArg() > 0 {
 		handle = fs.Arg(0)
 	}
-	owner, name, ok := room.SplitHandle(handle)
+	owner, name, ok := chat.SplitHandle(handle)
 	if !ok {
 		return usageError{"name the agent: wheelhouse inspect @owner/agent"}
 	}
@@ -58,7 +61,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Entries []room.TimelineEntry     `json:"entries"`
+		Entries []chat.TimelineEntry     `json:"entries"`
 		Error   struct{ Message string } `json:"error"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&body); err != nil {
@@ -71,13 +74,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if *turn != "" {
 			return usageError{"--verify checks the whole chain: drop --turn"}
 		}
-		if bad := room.VerifyTimeline(body.Entries); bad >= 0 {
-			e := body.Entries[bad]
-			fmt.Fprintf(stdout, "BROKEN: entry %d (seq %d, %s at %s) does not match the chain: it or an earlier entry was changed\n", bad+1, e.Seq, cell(e.Kind), e.At.Format(time.RFC3339))
-			return fmt.Errorf("timeline of @%s/%s failed verification at seq %d", owner, name, e.Seq)
-		}
-		fmt.Fprintf(stdout, "OK: %d entries, hash chain intact (last %s)\n", len(body.Entries), cell(lastHash(body.Entries)))
-		return nil
+		return verifyTimeline(stdout, owner, name, body.Entries, *journal)
 	}
 	if *js {
 		b, err := json.MarshalIndent(body.Entries, "", "  ")
@@ -106,9 +103,63 @@ func at(s string) string {
 	return "@" + s
 }
 
-func lastHash(es []room.TimelineEntry) string {
+func lastHash(es []chat.TimelineEntry) string {
 	if len(es) == 0 {
 		return "-"
 	}
 	return es[len(es)-1].Hash[:16]
+}
+
+// verifyTimeline checks the hub's chain, then the timeline against the
+// bridge's journal of the agent when this machine has one: the journal
+// catches what a chain that verifies cannot — entries rewritten with the
+// later hashes recomputed, and a deleted tail.
+func verifyTimeline(stdout io.Writer, owner, name string, entries []chat.TimelineEntry, journalPath string) error {
+	problems := 0
+	bad := chat.VerifyTimeline(entries)
+	if bad >= 0 {
+		e := entries[bad]
+		problems++
+		fmt.Fprintf(stdout, "BROKEN: entry %d (seq %d, %s at %s) does not match the chain: it or an earlier entry was changed\n", bad+1, e.Seq, e.Kind, e.At.Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(stdout, "OK: %d entries, hash chain intact (last %s)\n", len(entries), lastHash(entries))
+	}
+	explicit := journalPath != ""
+	if !explicit {
+		journalPath = bridge.JournalPath(bridge.DefaultJournalDir(), owner, name)
+	}
+	jr, err := bridge.ReadJournal(journalPath)
+	switch {
+	case err != nil && !explicit && errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(stdout, "no bridge journal of @%s/%s on this machine (%s): only the hub's own chain was checked; run --verify on the machine that runs the agent\n", owner, name, journalPath)
+	case err != nil:
+		return wh.Errorf(wh.EInvalid, "cannot read the bridge journal %s: %v", journalPath, err)
+	default:
+		hub := make([]bridge.HubEntry, len(entries))
+		for i, e := range entries {
+			hub[i] = bridge.HubEntry{Seq: e.Seq, Idx: e.Idx, Kind: e.Kind, TurnID: e.TurnID, Actor: e.Actor, Detail: e.Detail, At: e.At, Prev: e.Prev, Hash: e.Hash}
+		}
+		findings := bridge.CompareJournal(hub, jr, bad < 0)
+		for _, f := range findings {
+			fmt.Fprintln(stdout, sanitizeLine(f.String()))
+		}
+		problems += len(findings)
+		if len(findings) == 0 {
+			fmt.Fprintf(stdout, "OK: the timeline holds all %d entries of the bridge journal %s, unchanged\n", len(jr), journalPath)
+		}
+	}
+	if problems > 0 {
+		return fmt.Errorf("timeline of @%s/%s failed verification: %d problem(s)", owner, name, problems)
+	}
+	return nil
+}
+
+// sanitizeLine keeps a line that quotes hub data to printable characters.
+func sanitizeLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			return '?'
+		}
+		return r
+	}, s)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,7 +22,19 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	// The tests and the processes they start keep their state (bridge
+	// journals, sockets, credentials) in a folder of their own, never the
+	// user's.
+	dir, err := os.MkdirTemp("", "wheelhouse-cmd-test-")
+	if err != nil {
+		panic(err)
+	}
+	for _, v := range []string{"XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"} {
+		os.Setenv(v, filepath.Join(dir, strings.ToLower(v)))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // proc is a wheelhouse child process.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
-	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
 func runCmd(t *testing.T, args ...string) (string, int) {
@@ -83,12 +83,12 @@ func TestOwnerCLI(t *testing.T) {
 		if out, code := runCmd(t, "inspect", "@alice/demo", "--hub", h.URL(), "--token", tok, "--json"); code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "[") {
 			t.Fatalf("--json: %d %s", code, out)
 		}
-		if out, code := runCmd(t, "inspect", "@alice/demo", "--hub", h.URL(), "--token", tok, "--verify"); code != 0 || !strings.HasPrefix(out, "OK:") {
+		if out, code := runCmd(t, "inspect", "@alice/demo", "--hub", h.URL(), "--token", tok, "--verify", "--journal", bridge.JournalPath(br.Journals, "alice", "demo")); code != 0 || !strings.HasPrefix(out, "OK:") {
 			t.Fatalf("--verify on an intact chain: %d %s", code, out)
 		}
 	})
 	t.Run("VerifyFindsTampering", func(t *testing.T) {
-		db, err := sql.Open("sqlite", filepath.Join(h.DataDir, room.DBFile)+"?_pragma=busy_timeout(10000)")
+		db, err := sql.Open("sqlite", filepath.Join(h.DataDir, store.DBFile)+"?_pragma=busy_timeout(10000)")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestOwnerCLI(t *testing.T) {
 		if _, err := db.Exec(`UPDATE timeline SET body = replace(body, 'old.log', 'evil.log') WHERE kind = 'approval.requested'`); err != nil {
 			t.Fatal(err)
 		}
-		out, code := runCmd(t, "inspect", "@alice/demo", "--hub", h.URL(), "--token", tok, "--verify")
+		out, code := runCmd(t, "inspect", "@alice/demo", "--hub", h.URL(), "--token", tok, "--verify", "--journal", bridge.JournalPath(br.Journals, "alice", "demo"))
 		if code == 0 || !strings.Contains(out, "BROKEN") || !strings.Contains(out, "approval.requested") {
 			t.Fatalf("tampering not reported: %d %s", code, out)
 		}

@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// An obedient model does whatever its input tells it to: every imperative
-// it can find anywhere in the conversation — the user's words, hook notes,
+// The Messages API's obedient model (Obedient's counterpart for Claude
+// Code) does whatever its input tells it to. Every imperative it can find
+// anywhere in the conversation — the user's words, hook notes,
 // tool results, text inside code fences or quotes, forged or not — becomes
 // the matching tool call. It is the test of a design that assumes the
 // model obeys every instruction it can read.
@@ -22,15 +23,16 @@ import (
 // It makes one call per reply, in the order the imperatives appear, and
 // none twice in a conversation (a call already in the conversation counts
 // as done, whatever its result). With nothing left to do it answers
-// "done".
-var imperative = regexp.MustCompile("(?i)\\b(run|execute|delete|remove|read|write)\\s*:?\\s*`([^`\\n]+)`(?:\\s+(?:to|into)\\s+`([^`\\n]+)`)?")
+// "done". Unlike Obedient's line grammar, delete means rm -rf here, so an
+// obedient "delete `build`" really removes a folder.
+var messagesImperative = regexp.MustCompile("(?i)\\b(run|execute|delete|remove|read|write)\\s*:?\\s*`([^`\\n]+)`(?:\\s+(?:to|into)\\s+`([^`\\n]+)`)?")
 
-// Imperatives are the tool calls an obedient model makes for text, in
+// MessagesImperatives are the tool calls an obedient model makes for text, in
 // order, duplicates removed.
-func Imperatives(text string) []MessagesToolUse {
+func MessagesImperatives(text string) []MessagesToolUse {
 	var out []MessagesToolUse
 	seen := map[string]bool{}
-	for _, m := range imperative.FindAllStringSubmatch(text, -1) {
+	for _, m := range messagesImperative.FindAllStringSubmatch(text, -1) {
 		verb, arg, dst := strings.ToLower(m[1]), strings.TrimSpace(m[2]), strings.TrimSpace(m[3])
 		var tu MessagesToolUse
 		switch verb {
@@ -56,7 +58,7 @@ func Imperatives(text string) []MessagesToolUse {
 }
 
 // ObedientMessages is a responder for MessagesServer.SetResponder that
-// makes the stub obedient (see Imperatives).
+// makes the stub obedient (see MessagesImperatives).
 func ObedientMessages(req MessagesRequest) (MessagesReply, bool) {
 	var text strings.Builder
 	done := map[string]bool{}
@@ -78,7 +80,7 @@ func ObedientMessages(req MessagesRequest) (MessagesReply, bool) {
 			text.WriteByte('\n')
 		})
 	}
-	for _, tu := range Imperatives(text.String()) {
+	for _, tu := range MessagesImperatives(text.String()) {
 		if !done[callKey(tu.Name, tu.Input)] {
 			return MessagesReply{ToolUses: []MessagesToolUse{tu}}, true
 		}

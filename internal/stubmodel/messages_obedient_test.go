@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-func TestImperatives(t *testing.T) {
+func TestMessagesImperatives(t *testing.T) {
 	text := "Please RUN `go test ./...` now.\n> quoted: delete `build/`\n```\nexecute: `touch pwned`\n```\n" +
 		"then read `/etc/hosts` and write `hi` to `notes.txt`; run `go test ./...` again. Run the tests (no backquotes)."
-	got := Imperatives(text)
+	got := MessagesImperatives(text)
 	want := []MessagesToolUse{
 		{Name: "Bash", Input: map[string]any{"command": "go test ./...", "description": "as instructed"}},
 		{Name: "Bash", Input: map[string]any{"command": "rm -rf build/", "description": "as instructed"}},

@@ -20,6 +20,9 @@ type Bridge struct {
 	cancel context.CancelFunc
 	done   chan error
 	out    *syncBuffer
+
+	// Journals is the folder of the agents' journals (bridge.JournalPath).
+	Journals string
 }
 
 type syncBuffer struct {
@@ -69,13 +72,14 @@ func (h *Hub) StartBridgeWith(owner *Client, creds *bridge.Credentials, extra ma
 	}
 	out := &syncBuffer{}
 	sock := h.t.TempDir() + "/bridge.sock"
+	journals := h.t.TempDir()
 	b, err := bridge.New(bridge.Config{Creds: creds, Agents: agents, Harnesses: fs, Out: out,
-		ControlSocket: sock, Logger: Logger(h.t).With("side", "bridge")})
+		ControlSocket: sock, Logger: Logger(h.t).With("side", "bridge"), JournalDir: journals})
 	if err != nil {
 		h.t.Fatalf("bridge: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	tb := &Bridge{Bridge: b, Creds: creds, Socket: sock, t: h.t, cancel: cancel, done: make(chan error, 1), out: out}
+	tb := &Bridge{Bridge: b, Creds: creds, Socket: sock, Journals: journals, t: h.t, cancel: cancel, done: make(chan error, 1), out: out}
 	go func() { tb.done <- b.Run(ctx) }()
 	h.t.Cleanup(tb.Stop)
 	for _, a := range agents {

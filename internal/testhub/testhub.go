@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -137,6 +138,12 @@ func (r Response) ErrReason() string {
 // Do sends a request with a JSON body (or raw string/bytes) and decodes the answer.
 func (c *Client) Do(method, path string, body any) Response {
 	c.t.Helper()
+	return c.DoWith(method, path, body, nil)
+}
+
+// DoWith is Do with extra request headers.
+func (c *Client) DoWith(method, path string, body any, headers map[string]string) Response {
+	c.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -160,6 +167,9 @@ func (c *Client) Do(method, path string, body any) Response {
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
@@ -221,10 +231,26 @@ func (c *Client) Post(room, text string) int64 {
 // WaitFor polls cond until it holds or the deadline passes.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	CheckFor(t, d, what, func() error {
+		if cond() {
+			return nil
+		}
+		return errors.New("not yet")
+	})
+}
+
+// CheckFor polls check until it returns nil or the deadline passes; on
+// timeout it reports the last error (what was still wrong).
+func CheckFor(t testing.TB, d time.Duration, what string, check func() error) {
+	t.Helper()
 	deadline := time.Now().Add(d)
-	for !cond() {
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
+			t.Fatalf("timed out after %s waiting for %s: %v", d, what, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

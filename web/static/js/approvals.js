@@ -1,5 +1,6 @@
 // approvals.js — approval cards: the command or diff, the payload hash the
-// decision is bound to, the tainted flag and who steered the turn. Only the
+// decision is bound to, where the call runs (sandbox), the tainted flag,
+// whether pasted text reached the turn, and who steered it. Only the
 // agent's owner sees Approve / Deny; everyone else sees who it waits for.
 
 import { api, ApiError } from './api.js';
@@ -66,6 +67,15 @@ function outcome(a) {
   }
 }
 
+// What pasted, quoted or forwarded text (or another agent's output) reached
+// the turn, in words (the same wording as the bridge's terminal).
+const DATA_WORDS = { pasted: 'pasted text', code: 'pasted code', quote: 'a quote', forwarded: 'a forwarded message', 'peer-agent': "another agent's output" };
+function dataPhrase(kinds) {
+  const words = (kinds || []).map((k) => DATA_WORDS[k] || 'pasted text');
+  if (words.length < 2) return words[0] || 'pasted text';
+  return `${words.slice(0, -1).join(', ')} and ${words[words.length - 1]}`;
+}
+
 function diffView(diff) {
   const pre = h('pre', { class: 'approval-diff', tabindex: '0' });
   for (const line of String(diff).split('\n')) {
@@ -122,7 +132,8 @@ export function approvalCard(a, { compact = false } = {}) {
       h('p', { class: 'card-sub' },
         a.room ? (String(a.room).startsWith('dm:') ? 'in a DM' : `in #${a.room}`) : '',
         a.turnId ? h('span', { title: `turn ${a.turnId}` }, ` · turn ${shortTurn(a.turnId)}`) : null,
-        compact && a.tainted ? h('span', { class: 'tainted-mini' }, ' · tainted') : null)),
+        compact && a.tainted ? h('span', { class: 'tainted-mini' }, ' · tainted') : null,
+        compact && a.dataTainted ? h('span', { class: 'tainted-mini data-mini' }, ' · contains pasted text') : null)),
     compact && waiting ? waiting : h('span', { class: 'approval-status', dataset: { status: a.status } }, statusLabel(a)));
 
   const details = [
@@ -130,9 +141,15 @@ export function approvalCard(a, { compact = false } = {}) {
       h('strong', null, 'Tainted turn. '),
       steered.length ? `Steered by ${steered.map((s) => '@' + s).join(', ')} — not only the owner. ` : 'Not only the owner steered this turn. ',
       'Check the call carefully.') : null,
+    a.dataTainted ? h('p', { class: 'tainted-flag data-flag', role: 'note' },
+      h('strong', null, 'Contains pasted text. '),
+      `This turn was given ${dataPhrase(a.data)} — words that are not ${a.owner ? '@' + a.owner + "'s" : "the owner's"} own. `,
+      'Auto-approve is off for it; an instruction hidden in the text may have asked for this call.') : null,
     a.summary ? h('pre', { class: 'approval-command', tabindex: '0' }, a.summary) : null,
     a.diff ? h('details', { class: 'approval-diff-wrap', open: true }, h('summary', null, 'Diff'), diffView(a.diff)) : null,
     h('dl', { class: 'approval-meta' },
+      a.sandbox ? h('dt', null, 'Sandbox') : null,
+      a.sandbox ? h('dd', { class: 'approval-sandbox', dataset: { sandbox: String(a.sandbox).split(':')[0] } }, a.sandbox) : null,
       h('dt', null, 'Steered by'),
       h('dd', { class: 'approval-steered' }, steered.length ? steered.map((s) => '@' + s).join(', ') : `@${a.owner} only`),
       h('dt', null, 'Payload hash'),
@@ -142,7 +159,7 @@ export function approvalCard(a, { compact = false } = {}) {
       pending && a.expires ? h('dt', null, 'Expires') : null,
       pending && a.expires ? h('dd', { class: 'approval-expires', dataset: { expires: a.expires }, title: fmtFull(a.expires) }, fmtCountdown(a.expires)) : null),
   ];
-  const cls = `card approval-card status-${a.status}${a.tainted ? ' tainted' : ''}${compact ? ' compact' : ''}`;
+  const cls = `card approval-card status-${a.status}${a.tainted || a.dataTainted ? ' tainted' : ''}${compact ? ' compact' : ''}`;
   const attrs = {
     class: cls,
     dataset: { id: a.id, status: a.status, owner: a.owner, agent: a.agent },

@@ -1,6 +1,8 @@
-// live.js — the WebSocket feed (/api/v1/events?since=ID): resumes after any
-// drop with the last id processed, never hands the same id on twice, backs
-// off between attempts, and shows the #reconnecting banner while down.
+// live.js — the WebSocket feed (/api/v1/events?since=ID&n=N): resumes after
+// any drop with the last position processed (an event id and, since one event
+// may arrive as several items, the item's place n), never hands the same item
+// on twice, backs off between attempts, and shows the #reconnecting banner
+// while down.
 
 import { api } from './api.js';
 
@@ -10,6 +12,7 @@ const MAX_DELAY = 15000;
 export class Live {
   constructor({ since = 0, onEvent, onReady, onUnauthenticated }) {
     this.lastId = since;
+    this.lastN = null; // null: all of lastId
     this.onEvent = onEvent;
     this.onReady = onReady || (() => {});
     this.onUnauthenticated = onUnauthenticated || (() => {});
@@ -25,7 +28,8 @@ export class Live {
 
   url() {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    return `${proto}//${location.host}/api/v1/events?since=${this.lastId}`;
+    const n = this.lastN === null ? '' : `&n=${this.lastN}`;
+    return `${proto}//${location.host}/api/v1/events?since=${this.lastId}${n}`;
   }
 
   start() { this.connect(); }
@@ -67,7 +71,7 @@ export class Live {
     let ev;
     try { ev = JSON.parse(raw); } catch { return; }
     if (ev.type === 'ready') {
-      if (typeof ev.id === 'number' && ev.id > this.lastId) this.lastId = ev.id;
+      if (typeof ev.id === 'number' && this.before(ev.id, ev.n ?? 0)) { this.lastId = ev.id; this.lastN = ev.n ?? 0; }
       this.attempt = 0;
       banner(false);
       const first = !this.everReady;
@@ -76,10 +80,18 @@ export class Live {
       return;
     }
     if (typeof ev.id === 'number') {
-      if (ev.id <= this.lastId) return; // already processed
+      const n = ev.n ?? 0;
+      if (!this.before(ev.id, n)) return; // already processed
       this.lastId = ev.id;
+      this.lastN = n;
     }
     try { this.onEvent(ev); } catch (err) { console.error('event handler failed', ev.type, err); }
+  }
+
+  // before reports whether the position (id, n) is after the last one processed.
+  before(id, n) {
+    if (id !== this.lastId) return id > this.lastId;
+    return this.lastN !== null && n > this.lastN;
   }
 
   stop() {

@@ -1,9 +1,10 @@
-package room
+package chat
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -51,7 +52,8 @@ func NewEvent(typ string, at time.Time, data any) (Event, error) {
 	return Event{ID: newEventID(), Type: typ, At: at.UTC(), Data: b}, nil
 }
 
-type userCreated struct {
+// UserCreated is the payload of the event recorded when an account was created.
+type UserCreated struct {
 	Name         string `json:"name"`
 	Display      string `json:"display,omitempty"`
 	PasswordHash string `json:"passwordHash"`
@@ -59,7 +61,8 @@ type userCreated struct {
 	Setup        bool   `json:"setup,omitempty"` // the first admin, refused once any user exists
 }
 
-type credentialCreated struct {
+// CredentialCreated is the payload of the event recorded when a session or API token was issued.
+type CredentialCreated struct {
 	TokenHash string     `json:"tokenHash"`
 	User      string     `json:"user"`
 	Kind      string     `json:"kind"`
@@ -67,11 +70,13 @@ type credentialCreated struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
-type credentialRevoked struct {
+// CredentialRevoked is the payload of the event recorded when a session or token was revoked.
+type CredentialRevoked struct {
 	TokenHash string `json:"tokenHash"`
 }
 
-type roomCreated struct {
+// RoomCreated is the payload of the event recorded when a room or DM was created.
+type RoomCreated struct {
 	Name    string   `json:"name"`
 	Kind    string   `json:"kind"`
 	Private bool     `json:"private,omitempty"`
@@ -80,14 +85,16 @@ type roomCreated struct {
 	Members []string `json:"members,omitempty"` // DMs: both people
 }
 
-type memberChange struct {
+// MemberChange is the payload of the event recorded when someone joined or left a room.
+type MemberChange struct {
 	Room string `json:"room"`
 	User string `json:"user"`
 	Role string `json:"role,omitempty"`
 	By   string `json:"by"`
 }
 
-type messagePosted struct {
+// MessagePosted is the payload of the event recorded when a message was posted.
+type MessagePosted struct {
 	Room       string    `json:"room"`
 	AuthorKind string    `json:"authorKind"`
 	Author     string    `json:"author"`
@@ -96,4 +103,13 @@ type messagePosted struct {
 	Parts      []Part    `json:"parts,omitempty"`
 	TurnID     string    `json:"turnId,omitempty"`
 	Kind       string    `json:"kind,omitempty"`
+	// Route: the projection records a steer for every agent mention (the
+	// hub's router then delivers it). Messages from before routing was
+	// driven by the log have their steers in steer.recorded events.
+	Route bool `json:"route,omitempty"`
+	// Turns names, per agent handle, the turn the sender saw running.
+	Turns map[string]string `json:"turns,omitempty"`
 }
+
+// SteerID is the id of the steer for the i-th agent mention of message seq.
+func SteerID(seq uint64, i int) string { return fmt.Sprintf("s%d.%d", seq, i) }

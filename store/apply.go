@@ -1,4 +1,4 @@
-package room
+package store
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"time"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 )
 
 // appliers maps event types to their projection. Each one is deterministic:
 // it reads only the projection inside tx and the event itself.
-type applier func(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error)
+type applier func(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error)
 
-func (s *Service) applyEvent(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
+func (s *Store) applyEvent(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
 	f, ok := s.appliers[ev.Type]
 	if !ok {
 		s.logger.Warn("ignoring event of unknown type", "seq", seq, "type", ev.Type)
@@ -23,20 +24,20 @@ func (s *Service) applyEvent(ctx context.Context, tx *sql.Tx, seq uint64, ev Eve
 	return f(ctx, tx, seq, ev)
 }
 
-func (s *Service) registerCoreAppliers() {
-	s.appliers[EvUserCreated] = applyUserCreated
-	s.appliers[EvCredentialCreated] = applyCredentialCreated
-	s.appliers[EvCredentialRevoked] = applyCredentialRevoked
-	s.appliers[EvRoomCreated] = applyRoomCreated
-	s.appliers[EvMemberAdded] = applyMemberAdded
-	s.appliers[EvMemberRemoved] = applyMemberRemoved
-	s.appliers[EvMessagePosted] = s.applyMessagePosted
+func (s *Store) registerCoreAppliers() {
+	s.appliers[chat.EvUserCreated] = applyUserCreated
+	s.appliers[chat.EvCredentialCreated] = applyCredentialCreated
+	s.appliers[chat.EvCredentialRevoked] = applyCredentialRevoked
+	s.appliers[chat.EvRoomCreated] = applyRoomCreated
+	s.appliers[chat.EvMemberAdded] = applyMemberAdded
+	s.appliers[chat.EvMemberRemoved] = applyMemberRemoved
+	s.appliers[chat.EvMessagePosted] = s.applyMessagePosted
 }
 
 // ts formats times for storage: fixed width, so SQL compares them in order.
 func ts(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z07:00") }
 
-func decode(ev Event, v any) error {
+func decode(ev chat.Event, v any) error {
 	if err := json.Unmarshal(ev.Data, v); err != nil {
 		return wh.Errorf(wh.EInvalid, "undecodable %s event", ev.Type)
 	}
@@ -83,21 +84,47 @@ func queryIDsTx(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64
 	return ids, rows.Err()
 }
 
+// feedCounter numbers the feed items of the event being applied: one event
+// may reach clients as several items, each with its place (idx, "n").
+type feedCounter struct{ n int }
+
+type feedCounterKey struct{}
+
+// nextIdx is the place of the event's next feed item.
+func nextIdx(ctx context.Context) int {
+	c, ok := ctx.Value(feedCounterKey{}).(*feedCounter)
+	if !ok {
+		return 0
+	}
+	c.n++
+	return c.n - 1
+}
+
+// feedBody serializes an item's body, with its place when it is not the
+// event's first.
+func feedBody(idx int, body map[string]any) ([]byte, error) {
+	if idx > 0 {
+		body["n"] = idx
+	}
+	return json.Marshal(body)
+}
+
 // feedTx stores a feed row and returns the item for live delivery.
-func feedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID, userID int64, recipients []int64, body map[string]any) ([]FeedItem, error) {
-	b, err := json.Marshal(body)
+func feedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID, userID int64, recipients []int64, body map[string]any) ([]chat.FeedItem, error) {
+	idx := nextIdx(ctx)
+	b, err := feedBody(idx, body)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO feed (seq, room_id, user_id, body) VALUES (?, ?, ?, ?)`, seq, roomID, userID, b); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO feed (seq, idx, room_id, user_id, body) VALUES (?, ?, ?, ?, ?)`, seq, idx, roomID, userID, b); err != nil {
 		return nil, err
 	}
 	kind, _ := body["type"].(string)
-	return []FeedItem{{Seq: seq, Kind: kind, RoomID: roomID, Recipients: recipients, Body: b}}, nil
+	return []chat.FeedItem{{Seq: seq, Idx: idx, Kind: kind, RoomID: roomID, Recipients: recipients, Body: b}}, nil
 }
 
-func applyUserCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d userCreated
+func applyUserCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.UserCreated
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -123,8 +150,8 @@ func applyUserCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]
 	return nil, err
 }
 
-func applyCredentialCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d credentialCreated
+func applyCredentialCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.CredentialCreated
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -141,8 +168,8 @@ func applyCredentialCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Even
 	return nil, err
 }
 
-func applyCredentialRevoked(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d credentialRevoked
+func applyCredentialRevoked(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.CredentialRevoked
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -150,13 +177,13 @@ func applyCredentialRevoked(ctx context.Context, tx *sql.Tx, seq uint64, ev Even
 	return nil, err
 }
 
-func applyRoomCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d roomCreated
+func applyRoomCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.RoomCreated
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
 	if _, err := roomIDTx(ctx, tx, d.Name); err == nil {
-		if d.Kind == KindDM {
+		if d.Kind == chat.KindDM {
 			return nil, wh.Errorf(wh.EConflict, "this conversation already exists")
 		}
 		return nil, wh.Errorf(wh.EConflict, "a room named %q already exists; pick another name or join it", d.Name)
@@ -179,9 +206,9 @@ func applyRoomCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]
 		if err != nil {
 			return nil, err
 		}
-		role := RoleMember
-		if m == d.Creator && d.Kind == KindRoom {
-			role = RoleAdmin
+		role := chat.RoleMember
+		if m == d.Creator && d.Kind == chat.KindRoom {
+			role = chat.RoleAdmin
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?)`, seq, uid, role, seq); err != nil {
 			return nil, err
@@ -189,13 +216,13 @@ func applyRoomCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]
 		ids = append(ids, uid)
 	}
 	return feedTx(ctx, tx, seq, int64(seq), 0, ids, map[string]any{
-		"id": seq, "type": EvRoomCreated, "room": d.Name, "at": ev.At,
+		"id": seq, "type": chat.EvRoomCreated, "room": d.Name, "at": ev.At,
 		"data": map[string]any{"name": d.Name, "kind": d.Kind, "private": d.Private, "topic": d.Topic, "members": members},
 	})
 }
 
-func applyMemberAdded(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d memberChange
+func applyMemberAdded(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.MemberChange
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -209,7 +236,7 @@ func applyMemberAdded(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]
 	}
 	role := d.Role
 	if role == "" {
-		role = RoleMember
+		role = chat.RoleMember
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, rid, uid, role, seq)
 	if err != nil {
@@ -223,13 +250,13 @@ func applyMemberAdded(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]
 		return nil, err
 	}
 	return feedTx(ctx, tx, seq, rid, uid, ids, map[string]any{
-		"id": seq, "type": EvMemberAdded, "room": d.Room, "at": ev.At,
+		"id": seq, "type": chat.EvMemberAdded, "room": d.Room, "at": ev.At,
 		"data": map[string]any{"user": d.User, "role": role, "by": d.By},
 	})
 }
 
-func applyMemberRemoved(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d memberChange
+func applyMemberRemoved(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.MemberChange
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -252,14 +279,20 @@ func applyMemberRemoved(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) (
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil, wh.Errorf(wh.ENotFound, "@%s is not a member of %s", d.User, d.Room)
 	}
-	return feedTx(ctx, tx, seq, rid, uid, ids, map[string]any{
-		"id": seq, "type": EvMemberRemoved, "room": d.Room, "at": ev.At,
+	feed, err := feedTx(ctx, tx, seq, rid, uid, ids, map[string]any{
+		"id": seq, "type": chat.EvMemberRemoved, "room": d.Room, "at": ev.At,
 		"data": map[string]any{"user": d.User, "by": d.By},
 	})
+	if err != nil {
+		return nil, err
+	}
+	// Approvals of turns the departed member steered are voided here.
+	items, err := voidApprovalsSteeredByTx(ctx, tx, seq, d.Room, d.User, "@"+d.User+", who steered this turn, left "+d.Room, ev.At)
+	return append(feed, items...), err
 }
 
-func (s *Service) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, ev Event) ([]FeedItem, error) {
-	var d messagePosted
+func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.MessagePosted
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
@@ -293,37 +326,32 @@ func (s *Service) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if d.AuthorKind == AuthorUser && !member {
+	if d.AuthorKind == chat.AuthorUser && !member {
 		return nil, wh.Errorf(wh.EForbidden, "you are not a member of %s", d.Room)
 	}
-	mentions, _ := json.Marshal(nonNil(d.Mentions))
-	parts, _ := json.Marshal(nonNilParts(d.Parts))
+	mentions, _ := json.Marshal(chat.NonNilMentions(d.Mentions))
+	parts, _ := json.Marshal(chat.NonNilParts(d.Parts))
 	if _, err := s.db.txStmt(ctx, tx, sqlInsertMessage).ExecContext(ctx,
 		seq, rid, d.AuthorKind, d.Author, d.Text, mentions, parts, d.TurnID, d.Kind, ts(ev.At)); err != nil {
 		return nil, err
 	}
-	msg := Message{ID: int64(seq), Room: d.Room, AuthorKind: d.AuthorKind, Author: d.Author, Text: d.Text,
-		Mentions: nonNil(d.Mentions), Parts: nonNilParts(d.Parts), TurnID: d.TurnID, Kind: d.Kind, CreatedAt: ev.At}
-	b, err := json.Marshal(map[string]any{"id": seq, "type": "message", "room": d.Room, "at": ev.At, "data": msg})
+	msg := chat.Message{ID: int64(seq), Room: d.Room, AuthorKind: d.AuthorKind, Author: d.Author, Text: d.Text,
+		Mentions: chat.NonNilMentions(d.Mentions), Parts: chat.NonNilParts(d.Parts), TurnID: d.TurnID, Kind: d.Kind, CreatedAt: ev.At}
+	idx := nextIdx(ctx)
+	b, err := feedBody(idx, map[string]any{"id": seq, "type": "message", "room": d.Room, "at": ev.At, "data": msg})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.db.txStmt(ctx, tx, sqlInsertFeed).ExecContext(ctx, seq, rid, b); err != nil {
+	if _, err := s.db.txStmt(ctx, tx, sqlInsertFeed).ExecContext(ctx, seq, idx, rid, b); err != nil {
 		return nil, err
 	}
-	return []FeedItem{{Seq: seq, Kind: "message", RoomID: rid, Recipients: ids, Body: b}}, nil
-}
-
-func nonNil(m []Mention) []Mention {
-	if m == nil {
-		return []Mention{}
+	feed := []chat.FeedItem{{Seq: seq, Idx: idx, Kind: "message", RoomID: rid, Recipients: ids, Body: b}}
+	if d.Route && d.AuthorKind == chat.AuthorUser {
+		items, err := steersForMessageTx(ctx, tx, seq, rid, d, ev.At)
+		if err != nil {
+			return nil, err
+		}
+		feed = append(feed, items...)
 	}
-	return m
-}
-
-func nonNilParts(p []Part) []Part {
-	if p == nil {
-		return []Part{}
-	}
-	return p
+	return feed, nil
 }

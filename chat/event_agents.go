@@ -1,4 +1,4 @@
-package room
+package chat
 
 import (
 	"time"
@@ -12,6 +12,7 @@ const (
 	EvBridgePaired      = "bridge.paired"
 	EvBridgeRevoked     = "bridge.revoked"
 	EvAgentRegistered   = "agent.registered"
+	EvAgentReleased     = "agent.released"
 	EvAgentPolicy       = "agent.policy"
 	EvAgentStatus       = "agent.status"
 	EvAgentAdded        = "agent.added"
@@ -25,25 +26,29 @@ const (
 	EvApprovalDecided   = "approval.decided"
 )
 
-type pairingCreated struct {
+// PairingCreated is the payload of the event recorded when an owner asked for a pairing token.
+type PairingCreated struct {
 	TokenHash string    `json:"tokenHash"`
 	Owner     string    `json:"owner"`
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
-type bridgePaired struct {
+// BridgePaired is the payload of the event recorded when a bridge redeemed a pairing token.
+type BridgePaired struct {
 	ID        string `json:"id"`
 	TokenHash string `json:"tokenHash"`
 	PublicKey string `json:"publicKey"`
 	Name      string `json:"name"`
 }
 
-type bridgeRevoked struct {
+// BridgeRevoked is the payload of the event recorded when an owner revoked a bridge.
+type BridgeRevoked struct {
 	ID string `json:"id"`
 	By string `json:"by"`
 }
 
-type agentRegistered struct {
+// AgentRegistered is the payload of the event recorded when a bridge announced an agent (or changed it).
+type AgentRegistered struct {
 	Bridge   string      `json:"bridge"`
 	Name     string      `json:"name"`
 	Harness  string      `json:"harness"`
@@ -51,13 +56,22 @@ type agentRegistered struct {
 	Policy   wire.Policy `json:"policy"`
 }
 
-type agentPolicy struct {
+// AgentReleased is the payload of the event recorded when a bridge stopped
+// announcing an agent: the name is free for another of the owner's bridges.
+type AgentReleased struct {
+	Bridge string `json:"bridge"`
+	Handle string `json:"handle"`
+}
+
+// AgentPolicy is the payload of the event recorded when an owner changed an agent's policy.
+type AgentPolicy struct {
 	Handle string      `json:"handle"`
 	Policy wire.Policy `json:"policy"`
 	By     string      `json:"by"`
 }
 
-type agentStatus struct {
+// AgentStatus is the payload of the event recorded when an agent's live state changed.
+type AgentStatus struct {
 	Handle    string   `json:"handle"`
 	Status    string   `json:"status"`
 	TurnID    string   `json:"turnId,omitempty"`
@@ -65,25 +79,29 @@ type agentStatus struct {
 	SteeredBy []string `json:"steeredBy,omitempty"`
 }
 
-type agentRoomChange struct {
+// AgentRoomChange is the payload of the event recorded when an agent was added to or removed from a room.
+type AgentRoomChange struct {
 	Room   string `json:"room"`
 	Handle string `json:"handle"`
 	By     string `json:"by"`
 }
 
-type invitationCreated struct {
+// InvitationCreated is the payload of the event recorded when someone invited an agent into a room.
+type InvitationCreated struct {
 	Room   string `json:"room"`
 	Handle string `json:"handle"`
 	By     string `json:"by"`
 }
 
-type invitationDecided struct {
+// InvitationDecided is the payload of the event recorded when the owner answered an invitation.
+type InvitationDecided struct {
 	ID     int64  `json:"id"`
 	Accept bool   `json:"accept"`
 	By     string `json:"by"`
 }
 
-type steerRecorded struct {
+// SteerRecorded is the payload of the event recorded when a mention of an agent was recorded, or its receipt changed.
+type SteerRecorded struct {
 	ID        string     `json:"id"`
 	MessageID int64      `json:"messageId"`
 	Room      string     `json:"room"`
@@ -96,21 +114,26 @@ type steerRecorded struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
-type turnEvent struct {
+// TurnRecorded is the payload of the event recorded when a turn started, ended or was interrupted.
+type TurnRecorded struct {
 	Handle string `json:"handle"`
 	TurnID string `json:"turnId"`
-	Kind   string `json:"kind"` // started, ended, interrupted
+	Kind   string `json:"kind"` // started, ended, interrupted, tool
 	Status string `json:"status,omitempty"`
 	Room   string `json:"room,omitempty"`
 	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"` // ended as failed: why
+	Text   string `json:"text,omitempty"`   // kind "tool": the command and its outcome
 }
 
-type approvalRequested struct {
+// ApprovalRequested is the payload of the event recorded when a bridge asked the owner to approve a call.
+type ApprovalRequested struct {
 	wire.ApprovalRequest
 	Handle string `json:"handle"`
 }
 
-type approvalDecided struct {
+// ApprovalDecided is the payload of the event recorded when an approval was decided, expired or voided.
+type ApprovalDecided struct {
 	ID     string `json:"id"`
 	Status string `json:"status"` // approved, denied, expired, voided
 	By     string `json:"by,omitempty"`

@@ -1,0 +1,78 @@
+package bridge
+
+import (
+	"slices"
+
+	"github.com/wheelhouse-dev/wheelhouse/authz"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+// The gate rule in the runner: words that are not the owner's own typed
+// words go only into turns in which every side effect reaches the gate
+// (see Gating and authz.StrictPlacement).
+
+// inputTaint is what a steer carries besides its sender's own words, and
+// whether it may only go into a strict turn.
+func (r *runner) inputTaint(st wire.Steer) (data []string, needsStrict bool) {
+	parts := make([]authz.Part, 0, len(st.Parts))
+	for _, p := range st.Parts {
+		parts = append(parts, authz.Part{Kind: p.Kind, Start: p.Start, End: p.End})
+	}
+	data = authz.MessageData(st.Text, st.SenderIsAgent, parts)
+	return data, authz.MessageNeedsStrict(r.b.cfg.Creds.Owner, st.Sender, st.SenderIsOwner, st.SenderIsAgent, data)
+}
+
+// strictMode applies the gate rule to SteerMode's answer.
+func (r *runner) strictMode(mode authz.Mode, needsStrict bool, turn string) authz.Mode {
+	if !needsStrict {
+		return mode
+	}
+	c := authz.StrictCheck{Mode: mode, NeedsStrict: true, Owner: r.b.cfg.Creds.Owner, TurnStrict: turnStrict(r.h, turn)}
+	if err := strictTurns(r.h); err != nil {
+		c.WhyNot = err.Error()
+	} else {
+		c.CanStrict = true
+	}
+	return authz.StrictPlacement(c)
+}
+
+// noteData records data kinds that reached the running turn.
+func (r *runner) noteData(data []string) {
+	if len(data) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range data {
+		if !slices.Contains(r.data, d) {
+			r.data = append(r.data, d)
+		}
+	}
+}
+
+// turnInputs is what reached the running turn, for the gate.
+func (r *runner) turnInputs() authz.TurnInputs {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return authz.TurnInputs{Owner: r.b.cfg.Creds.Owner, SteeredBy: slices.Clone(r.steeredBy), Data: slices.Clone(r.data)}
+}
+
+// GatingNotes explains, for the owner, how the gate rule applies to an
+// agent: nothing when only the owner may address it or every side effect
+// of every turn reaches the gate; otherwise what happens to teammates'
+// words. bridge run prints these at start; doctor shows them.
+func GatingNotes(h Harness, pol wire.Policy) []string {
+	if pol.Address == wire.AddressOwner || pol.Address == "" {
+		return nil
+	}
+	who := "teammates (address = " + pol.Address + ")"
+	if err := strictTurns(h); err != nil {
+		return []string{"messages from " + who + " are refused: " + err.Error() + "; only your own words reach this agent"}
+	}
+	g := h.(Gating) // strictTurns answered nil, so h implements Gating
+	if what := g.OwnerTurns(); what != "" {
+		return []string{"your own turns " + what + ", so messages from " + who +
+			" (and your own pasted text) start their own turns that ask you before every command; a teammate's message while your turn runs waits for it to end instead of steering it"}
+	}
+	return nil
+}

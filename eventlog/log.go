@@ -1,0 +1,520 @@
+package eventlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+)
+
+// StreamName and SubjectPrefix name the JetStream stream that is the log.
+const (
+	StreamName    = "WHEELHOUSE"
+	SubjectPrefix = "wh.log."
+	// DedupWindow is how long the stream remembers event ids: an append
+	// retried with the same id within it is stored once.
+	DedupWindow = 10 * time.Minute
+)
+
+// Entry is one event of the stream, as the projector receives it.
+type Entry struct {
+	Seq  uint64
+	Data []byte // the JSON of a chat.Event
+}
+
+// Outcome is what applying one event came to: Err is nil, or the refusal
+// (a *wh.Error decided the same way on every node).
+type Outcome struct {
+	ID  string
+	Err error
+}
+
+// Projector applies the stream, in order, to a read model.
+type Projector interface {
+	// AppliedSeq is the last sequence applied.
+	AppliedSeq(ctx context.Context) (uint64, error)
+	// Apply applies a batch, together with its last sequence, atomically.
+	// It returns every event's outcome and the items live clients receive.
+	// An error means nothing of the batch was applied: the projector
+	// stops and retries it; it never skips an event.
+	Apply(ctx context.Context, batch []Entry) ([]Outcome, []chat.FeedItem, error)
+	// Identity is the id of the stream's first event as this read model
+	// recorded it ("" before the first event).
+	Identity(ctx context.Context) (string, error)
+	// Refusal returns how applying the event with this id was refused, or
+	// nil if it was applied (for an append that JetStream found to be a
+	// duplicate).
+	Refusal(ctx context.Context, eventID string) (error, bool)
+}
+
+// Config configures a Log.
+type Config struct {
+	JS        jetstream.JetStream
+	Projector Projector
+	Logger    *slog.Logger
+	Replicas  int
+	// Retry is the first wait before re-applying a batch that failed
+	// (doubled up to a minute); default one second.
+	Retry time.Duration
+}
+
+// Log appends events to the stream and projects them, in order.
+type Log struct {
+	js       jetstream.JetStream
+	p        Projector
+	log      *slog.Logger
+	replicas int
+	retry    time.Duration
+
+	mu      sync.Mutex
+	waiters map[string]chan error
+	onFeed  []func([]chat.FeedItem)
+	notify  chan struct{} // closed and replaced on every applied batch
+
+	applied  atomic.Uint64
+	startSeq uint64 // stream's last seq when we started: ready once applied
+	failed   atomic.Pointer[Failure]
+	health   atomic.Pointer[Failure] // the stream itself: full, no quorum
+	stream   jetstream.Stream
+	cons     jetstream.ConsumeContext
+	in       chan jetstream.Msg
+	stop     chan struct{}
+	done     chan struct{}
+	started  bool
+}
+
+// Failure is why the log cannot take writes now: Reason is a short code
+// for the world (readyz), Err the detail for the log.
+type Failure struct {
+	Reason string
+	Err    error
+}
+
+func (f *Failure) Error() string { return f.Reason + ": " + f.Err.Error() }
+
+// Reasons of a Failure.
+const (
+	ReasonProjection  = "projection-stopped"
+	ReasonCatchingUp  = "catching-up"
+	ReasonLogFull     = "event-log-full"
+	ReasonUnavailable = "event-log-unavailable"
+)
+
+// New returns a log; call Start to create the stream and project it.
+func New(cfg Config) *Log {
+	if cfg.Replicas < 1 {
+		cfg.Replicas = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Retry <= 0 {
+		cfg.Retry = time.Second
+	}
+	return &Log{js: cfg.JS, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry,
+		waiters: map[string]chan error{}, notify: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// OnFeed registers f to receive feed items after each applied batch, in
+// order. Register before Start.
+func (l *Log) OnFeed(f func([]chat.FeedItem)) {
+	l.mu.Lock()
+	l.onFeed = append(l.onFeed, f)
+	l.mu.Unlock()
+}
+
+// Stream is the JetStream stream (valid after Start).
+func (l *Log) Stream() jetstream.Stream { return l.stream }
+
+// Start ensures the stream exists, checks that the read model belongs to
+// it, and begins projecting from the last applied sequence.
+func (l *Log) Start(ctx context.Context) error {
+	st, err := l.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:       StreamName,
+		Subjects:   []string{SubjectPrefix + ">"},
+		Storage:    jetstream.FileStorage,
+		Replicas:   l.replicas,
+		Duplicates: DedupWindow,
+		MaxMsgSize: 1 << 20,
+	})
+	if err != nil {
+		return wh.Wrap(err, "create the event stream")
+	}
+	l.stream = st
+	info, err := st.Info(ctx)
+	if err != nil {
+		return wh.Wrap(err, "read the event stream")
+	}
+	l.startSeq = info.State.LastSeq
+	applied, err := l.p.AppliedSeq(ctx)
+	if err != nil {
+		return wh.Wrap(err, "read the projection position")
+	}
+	if applied > info.State.LastSeq {
+		return wh.Errorf(wh.EInvalid, "the database has applied event %d but the stream ends at %d: this SQLite file belongs to another stream; move it away and restart to rebuild it", applied, info.State.LastSeq)
+	}
+	if applied > 0 {
+		if err := l.checkIdentity(ctx, st); err != nil {
+			return err
+		}
+	}
+	l.applied.Store(applied)
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:   applied + 1,
+	})
+	if err != nil {
+		return wh.Wrap(err, "create the projection consumer")
+	}
+	l.in = make(chan jetstream.Msg, 4096)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case l.in <- m:
+		case <-l.stop:
+		}
+	})
+	if err != nil {
+		return wh.Wrap(err, "consume the event stream")
+	}
+	l.cons = cc
+	l.started = true
+	go l.project()
+	go l.watchStream()
+	return nil
+}
+
+// checkIdentity refuses a read model built from another deployment's
+// stream: the first event's id is unique to a stream.
+func (l *Log) checkIdentity(ctx context.Context, st jetstream.Stream) error {
+	have, err := l.p.Identity(ctx)
+	if err != nil {
+		return wh.Wrap(err, "read the projection's stream identity")
+	}
+	if have == "" {
+		return nil // recorded when event 1 is applied (older databases: from now on)
+	}
+	m, err := st.GetMsg(ctx, 1)
+	if err != nil {
+		return wh.Errorf(wh.EInvalid, "the database was built from a stream whose first event is %s, but this stream has no first event (%v): move the SQLite file away and restart to rebuild it from this stream, or point --data at the right data", have, err)
+	}
+	var ev chat.Event
+	if json.Unmarshal(m.Data, &ev) != nil || ev.ID != have {
+		return wh.Errorf(wh.EInvalid, "the database belongs to another deployment: it was built from a stream whose first event is %s, and this stream's first event is %s. Move the SQLite file away and restart to rebuild it from this stream, or point --data at the right data", have, ev.ID)
+	}
+	return nil
+}
+
+// Stop stops projecting and waits for the projector to finish its batch.
+func (l *Log) Stop() {
+	l.mu.Lock()
+	select {
+	case <-l.stop:
+		l.mu.Unlock()
+		return
+	default:
+		close(l.stop)
+	}
+	started := l.started
+	l.mu.Unlock()
+	if !started {
+		return
+	}
+	if l.cons != nil {
+		l.cons.Stop()
+	}
+	<-l.done
+}
+
+// Ready reports whether the projection has caught up with the stream as it
+// was at start, has not failed, and the stream takes writes.
+func (l *Log) Ready() error {
+	if f := l.failed.Load(); f != nil {
+		return f
+	}
+	if f := l.health.Load(); f != nil {
+		return f
+	}
+	if l.applied.Load() < l.startSeq {
+		return &Failure{Reason: ReasonCatchingUp, Err: fmt.Errorf("projection catching up: %d of %d", l.applied.Load(), l.startSeq)}
+	}
+	return nil
+}
+
+// Applied is the last projected sequence.
+func (l *Log) Applied() uint64 { return l.applied.Load() }
+
+// WaitApplied blocks until seq is projected or ctx ends.
+func (l *Log) WaitApplied(ctx context.Context, seq uint64) error {
+	for {
+		l.mu.Lock()
+		ch := l.notify
+		l.mu.Unlock()
+		if l.applied.Load() >= seq {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return wh.Errorf(wh.EUnavailable, "timed out waiting for the hub to apply the change; try again")
+		}
+	}
+}
+
+// writeErr is the error a write gets while the log cannot take it.
+func (l *Log) writeErr() error {
+	if f := l.failed.Load(); f != nil {
+		return &wh.Error{Code: wh.EUnavailable, Reason: f.Reason, Message: "the hub cannot apply changes right now (its database refused a write; it retries on its own): try again shortly", Err: f.Err}
+	}
+	if f := l.health.Load(); f != nil {
+		return healthErr(f)
+	}
+	return nil
+}
+
+func healthErr(f *Failure) error {
+	if f.Reason == ReasonLogFull {
+		return &wh.Error{Code: wh.EStorageFull, Reason: f.Reason, Message: "the event log's storage is full: nothing can be saved until an operator frees space", Err: f.Err}
+	}
+	return &wh.Error{Code: wh.EUnavailable, Reason: f.Reason, Message: "the event log is unavailable (a NATS cluster without quorum, or NATS down): try again when it is back", Err: f.Err}
+}
+
+// Append publishes ev, waits for the stream's ack and for the local
+// projection to apply it, and returns its sequence and the apply outcome.
+// Appending an event whose id the stream saw within DedupWindow returns the
+// first append's sequence and outcome.
+func (l *Log) Append(ctx context.Context, ev chat.Event) (uint64, error) {
+	if err := l.writeErr(); err != nil {
+		return 0, err
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return 0, wh.Wrap(err, "encode event")
+	}
+	ch := make(chan error, 1)
+	l.mu.Lock()
+	l.waiters[ev.ID] = ch
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		if l.waiters[ev.ID] == ch {
+			delete(l.waiters, ev.ID)
+		}
+		l.mu.Unlock()
+	}()
+	ack, err := l.js.Publish(ctx, SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+	if err != nil {
+		return 0, l.publishErr(err)
+	}
+	if ack.Duplicate {
+		// Appended before under the same id: answer as the first time.
+		if err := l.WaitApplied(ctx, ack.Sequence); err != nil {
+			return ack.Sequence, err
+		}
+		if rerr, ok := l.p.Refusal(ctx, ev.ID); ok {
+			return ack.Sequence, rerr
+		}
+		return ack.Sequence, nil
+	}
+	select {
+	case err := <-ch:
+		return ack.Sequence, err
+	case <-ctx.Done():
+		return ack.Sequence, wh.Errorf(wh.EUnavailable, "the change was recorded but not yet applied; reload to see it")
+	}
+}
+
+// Record publishes ev and waits only for the stream's ack: the change is
+// durable and ordered before anything appended after it, but the caller
+// does not wait for the projection (nor learn whether apply refused it).
+func (l *Log) Record(ctx context.Context, ev chat.Event) (uint64, error) {
+	if err := l.writeErr(); err != nil {
+		return 0, err
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return 0, wh.Wrap(err, "encode event")
+	}
+	ack, err := l.js.Publish(ctx, SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+	if err != nil {
+		return 0, l.publishErr(err)
+	}
+	return ack.Sequence, nil
+}
+
+// publishErr says which: storage full (507) or the log unavailable (503).
+func (l *Log) publishErr(err error) error {
+	f := classify(err)
+	if f.Reason == ReasonLogFull {
+		l.health.Store(f)
+	}
+	return healthErr(f)
+}
+
+// JetStream error codes (nats-server's jetstream_errors_generated.go) that
+// mean the store cannot take more.
+const (
+	errInsufficientResources jetstream.ErrorCode = 10023
+	errMemoryExceeded        jetstream.ErrorCode = 10028
+	errStorageExceeded       jetstream.ErrorCode = 10047
+	errStoreFailed           jetstream.ErrorCode = 10077
+)
+
+// classify maps a JetStream error to a Failure.
+func classify(err error) *Failure {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case errInsufficientResources, errMemoryExceeded, errStorageExceeded, errStoreFailed:
+			return &Failure{Reason: ReasonLogFull, Err: err}
+		}
+	}
+	if errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) {
+		// The server turns JetStream off when its store hits its limits.
+		return &Failure{Reason: ReasonLogFull, Err: err}
+	}
+	return &Failure{Reason: ReasonUnavailable, Err: err}
+}
+
+// watchStream keeps health current: a store that cannot take writes, or a
+// cluster without quorum, makes the hub not ready with the reason.
+func (l *Log) watchStream() {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := l.stream.Info(ctx)
+		if err == nil {
+			var ai *jetstream.AccountInfo
+			ai, err = l.js.AccountInfo(ctx)
+			if err == nil && ai.Limits.MaxStore > 0 && ai.Store >= uint64(ai.Limits.MaxStore) {
+				err = fmt.Errorf("store %d of %d bytes", ai.Store, ai.Limits.MaxStore)
+				l.health.Store(&Failure{Reason: ReasonLogFull, Err: err})
+				cancel()
+				continue
+			}
+		}
+		cancel()
+		if err == nil {
+			if old := l.health.Swap(nil); old != nil {
+				l.log.Info("the event log takes writes again", "was", old.Reason)
+			}
+			continue
+		}
+		f := classify(err)
+		if old := l.health.Swap(f); old == nil || old.Reason != f.Reason {
+			l.log.Error("the event log cannot take writes", "reason", f.Reason, "err", err)
+		}
+	}
+}
+
+func (l *Log) project() {
+	defer close(l.done)
+	batch := make([]Entry, 0, 512)
+	for {
+		var m jetstream.Msg
+		select {
+		case m = <-l.in:
+		case <-l.stop:
+			return
+		}
+		batch = append(batch[:0], entry(m))
+	drain:
+		for len(batch) < cap(batch) {
+			select {
+			case m2 := <-l.in:
+				batch = append(batch, entry(m2))
+			default:
+				break drain
+			}
+		}
+		if !l.applyRetrying(batch) {
+			return
+		}
+	}
+}
+
+func entry(m jetstream.Msg) Entry {
+	var seq uint64
+	if md, err := m.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
+	return Entry{Seq: seq, Data: m.Data()}
+}
+
+// applyRetrying applies a batch, retrying with backoff while it fails: the
+// projector never skips an event. It returns false when the log stops.
+func (l *Log) applyRetrying(batch []Entry) bool {
+	// Drop redeliveries after a consumer reset.
+	cur := l.applied.Load()
+	keep := batch[:0]
+	for _, e := range batch {
+		if e.Seq > cur {
+			keep = append(keep, e)
+			cur = e.Seq
+		}
+	}
+	if len(keep) == 0 {
+		return true
+	}
+	wait := l.retry
+	for {
+		outs, feed, err := l.p.Apply(context.Background(), keep)
+		if err == nil {
+			if l.failed.Swap(nil) != nil {
+				l.log.Info("projection resumed", "seq", keep[len(keep)-1].Seq)
+			}
+			l.applied.Store(keep[len(keep)-1].Seq)
+			l.deliver(outs, feed)
+			return true
+		}
+		f := &Failure{Reason: ReasonProjection, Err: err}
+		if l.failed.Swap(f) == nil {
+			l.log.Error("projection stopped; retrying", "seq", keep[0].Seq, "err", err)
+		}
+		l.mu.Lock()
+		for id, w := range l.waiters {
+			w <- l.writeErr()
+			delete(l.waiters, id)
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.stop:
+			return false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Minute)
+	}
+}
+
+func (l *Log) deliver(outs []Outcome, feed []chat.FeedItem) {
+	l.mu.Lock()
+	for _, o := range outs {
+		if w, ok := l.waiters[o.ID]; ok {
+			w <- o.Err
+			delete(l.waiters, o.ID)
+		}
+	}
+	subs := l.onFeed
+	close(l.notify)
+	l.notify = make(chan struct{})
+	l.mu.Unlock()
+	if len(feed) > 0 {
+		for _, f := range subs {
+			f(feed)
+		}
+	}
+}

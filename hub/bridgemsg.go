@@ -1,0 +1,275 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+// ownSteer checks that a receipt is for a steer sent to this bridge.
+func (l *Link) ownSteer(ctx context.Context, b *chat.Bridge, steerID string) error {
+	r, err := l.rooms.Receipt(ctx, steerID)
+	if err != nil {
+		return err
+	}
+	a, err := l.rooms.AgentByHandle(ctx, r.Agent)
+	if err != nil || a.Bridge != b.ID {
+		l.log.Warn("a bridge reported a receipt for another bridge's steer", "bridge", b.ID, "steer", steerID)
+		return wh.Errorf(wh.EForbidden, "not this bridge's steer")
+	}
+	return nil
+}
+
+// announce registers a bridge's agents. An agent name belongs to one
+// bridge of its owner: another bridge announcing it is refused (both sides
+// are told), and the agent stays with its bridge. Agents a bridge no longer
+// announces are released, so another of the owner's bridges may take them.
+func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wire.AnnounceAck {
+	if a.Version != wire.Version {
+		return wire.AnnounceAck{Ack: wire.Ack{Code: wh.EInvalid, Message: fmt.Sprintf("this hub speaks protocol %d, the bridge %d: upgrade the older one", wire.Version, a.Version)}}
+	}
+	ack := wire.AnnounceAck{Ack: wire.Ack{OK: true}, Owner: b.Owner, Policies: map[string]wire.Policy{}}
+	announced := map[string]bool{}
+	for _, info := range a.Agents {
+		announced[info.Name] = true
+		if err := room.ValidatePolicy(&info.Policy); err != nil {
+			return wire.AnnounceAck{Ack: ackErr(err)}
+		}
+		handle := b.Owner + "/" + info.Name
+		cur, err := l.rooms.AgentByHandle(ctx, handle)
+		if err == nil && cur.Bridge != "" && cur.Bridge != b.ID {
+			if other, err := l.rooms.BridgeByID(ctx, cur.Bridge); err == nil && !other.Revoked {
+				why := fmt.Sprintf("@%s is already run by your bridge %q (%s); stop it there, remove it from that bridge's config, or revoke that bridge first", handle, other.Name, other.ID)
+				l.log.Warn("refused a second bridge for an agent", "agent", handle, "bridge", b.ID, "runs_on", other.ID)
+				ack.Refused = map[string]string{}
+				ack.Refused[info.Name] = why
+				l.noteOwner(ctx, b.Owner, handle, "A second bridge ("+b.Name+", "+b.ID+") tried to run @"+handle+"; it was refused and the agent stays on "+other.Name+" ("+other.ID+").")
+				continue
+			}
+		}
+		changed := err != nil || cur.Bridge != b.ID || cur.Harness != info.Harness || cur.CanSteer != info.CanSteer
+		if err == nil && !changed {
+			p1, _ := json.Marshal(cur.EffectivePolicy())
+			p2, _ := json.Marshal(info.Policy)
+			changed = string(p1) != string(p2)
+		}
+		if changed {
+			if err := l.rooms.RegisterAgent(ctx, b.ID, info, info.Harness); err != nil {
+				return wire.AnnounceAck{Ack: ackErr(err)}
+			}
+		}
+		cur, err = l.rooms.AgentByHandle(ctx, handle)
+		if err != nil {
+			return wire.AnnounceAck{Ack: ackErr(err)}
+		}
+		ack.Policies[info.Name] = cur.EffectivePolicy()
+		// A turn the hub saw running that the (restarted) bridge does not
+		// have any more ended without a word: it failed.
+		if cur.TurnID != "" && cur.TurnID != info.TurnID {
+			l.endLostTurn(ctx, cur, "the agent's bridge restarted; the turn did not survive it")
+		}
+		// What the hub ended while the bridge was away, it ends too.
+		if ended, aps, sts, err := l.rooms.Reconcile(ctx, cur.ID, info.TurnID, info.Pending, info.Queued); err == nil && (ended || len(aps) > 0 || len(sts) > 0) {
+			c := wire.Control{Agent: info.Name, Action: wire.ControlResync, Approvals: aps, Steers: sts}
+			if ended {
+				c.TurnID = info.TurnID
+			}
+			ack.Resync = append(ack.Resync, c)
+		}
+	}
+	// Agents this bridge ran before and no longer announces are released.
+	if mine, err := l.rooms.AgentsOfBridge(ctx, b.ID); err == nil {
+		for _, x := range mine {
+			if !announced[x.Name] {
+				if err := l.rooms.ReleaseAgent(ctx, b.ID, x.Handle); err != nil {
+					l.log.Warn("releasing an agent failed", "agent", x.Handle, "err", err)
+				}
+			}
+		}
+	}
+	l.mu.Lock()
+	p := l.presence[b.ID]
+	if p == nil {
+		p = &presence{agents: map[string]wire.AgentInfo{}}
+		l.presence[b.ID] = p
+	}
+	p.lastSeen = time.Now()
+	p.callTimeout = a.CallTimeout.D()
+	l.mu.Unlock()
+	ack.HubTime = l.rooms.Now().UTC()
+	return ack
+}
+
+// endLostTurn records a turn the bridge lost as failed (once across nodes).
+func (l *Link) endLostTurn(ctx context.Context, a *chat.Agent, why string) {
+	te := wire.TurnEvent{Agent: a.Name, TurnID: a.TurnID, Kind: wire.TurnEnded, Status: wire.TurnFailed, Room: a.TurnRoom}
+	if err := l.rooms.RecordTurnOnce(ctx, "lost:"+a.Handle+":"+a.TurnID, a.Handle, te, "", why); err != nil && wh.ErrorCode(err) != wh.EConflict {
+		l.log.Warn("recording a lost turn failed", "agent", a.Handle, "turn", a.TurnID, "err", err)
+	}
+}
+
+func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) {
+	handle := b.Owner + "/" + te.Agent
+	a, err := l.rooms.AgentByHandle(ctx, handle)
+	if err != nil || a.Bridge != b.ID {
+		return
+	}
+	if te.Kind == wire.TurnTool { // into the audited timeline too: what ran, and what was refused
+		if err := l.rooms.RecordTurn(ctx, handle, te, "", ""); err != nil {
+			l.log.Warn("recording a tool event failed", "agent", handle, "err", err)
+		}
+	}
+	switch te.Kind {
+	case wire.TurnStarted, wire.TurnEnded:
+		reason := ""
+		if te.Kind == wire.TurnEnded && te.Status == wire.TurnFailed {
+			reason = te.Text
+			if len(reason) > 500 {
+				reason = reason[:500] + "…"
+			}
+		}
+		if err := l.rooms.RecordTurn(ctx, handle, te, te.By, reason); err != nil && wh.ErrorCode(err) != wh.EConflict {
+			l.log.Warn("recording a turn failed", "agent", handle, "err", err)
+		}
+	case wire.TurnMessage, wire.TurnTool, wire.TurnProgress:
+		roomName := te.Room
+		if roomName == "" {
+			return
+		}
+		if in, _ := l.rooms.AgentInRoom(ctx, a.ID, roomName); !in {
+			return // removed from the room meanwhile: say nothing there
+		}
+		kind := ""
+		if te.Kind != wire.TurnMessage {
+			kind = te.Kind
+		}
+		if _, err := l.rooms.PostAs(ctx, chat.AuthorAgent, handle, roomName, te.Text, te.TurnID, kind); err != nil {
+			l.log.Warn("posting agent output failed", "agent", handle, "err", err)
+		}
+	}
+}
+
+// approval records a bridge's approval request (already checked at the
+// boundary, its hash recomputed from its payload).
+func (l *Link) approval(ctx context.Context, b *chat.Bridge, req wire.ApprovalRequest) wire.Ack {
+	a, err := l.rooms.AgentByHandle(ctx, b.Owner+"/"+req.Agent)
+	if err != nil || a.Bridge != b.ID {
+		l.log.Warn("an approval request for an agent this bridge does not run", "bridge", b.ID, "agent", req.Agent)
+		return wire.Ack{Code: wh.EForbidden, Message: "this bridge does not run @" + b.Owner + "/" + req.Agent}
+	}
+	if req.Room != "" {
+		// The card goes to the room's members: only a room the agent is in.
+		if in, _ := l.rooms.AgentInRoom(ctx, a.ID, req.Room); !in {
+			req.Room = ""
+		}
+	}
+	if err := l.rooms.RecordApproval(ctx, b.Owner+"/"+req.Agent, req); err != nil {
+		return ackErr(err)
+	}
+	l.tellOwner(ctx, b, req)
+	return wire.Ack{OK: true}
+}
+
+func (l *Link) approvalUpdate(ctx context.Context, b *chat.Bridge, up wire.ApprovalUpdate) {
+	p, err := l.rooms.ApprovalByID(ctx, up.ApprovalID)
+	if err != nil {
+		return
+	}
+	a, err := l.rooms.AgentByHandle(ctx, p.Agent)
+	if err != nil || a.Bridge != b.ID {
+		l.log.Warn("a bridge reported on another bridge's approval", "bridge", b.ID, "approval", up.ApprovalID)
+		return
+	}
+	if up.By != "" && up.By != a.Owner && (up.Status == wire.ApprovalApproved || up.Status == wire.ApprovalDenied) {
+		l.log.Warn("a bridge reported a decision by someone other than the owner", "approval", up.ApprovalID, "by", up.By)
+		return
+	}
+	if err := l.rooms.RecordDecision(ctx, up.ApprovalID, up.Status, up.By, up.PayloadHash, up.Reason); err != nil && wh.ErrorCode(err) != wh.EConflict {
+		l.log.Warn("recording an approval update failed", "approval", up.ApprovalID, "err", err)
+	}
+}
+
+// invitations lets the owner answer invitations from the bridge machine:
+// the bridge's key proves it is the owner's.
+func (l *Link) invitations(ctx context.Context, b *chat.Bridge, req wire.InvitationsRequest) wire.InvitationsReply {
+	owner, err := l.rooms.UserByName(ctx, b.Owner)
+	if err != nil {
+		return wire.InvitationsReply{Ack: ackErr(err)}
+	}
+	if req.Decide != "" {
+		if _, err := l.rooms.DecideInvitation(ctx, owner, req.ID, req.Decide == "accept"); err != nil {
+			return wire.InvitationsReply{Ack: ackErr(err)}
+		}
+	}
+	invs, err := l.rooms.Invitations(ctx, owner)
+	if err != nil {
+		return wire.InvitationsReply{Ack: ackErr(err)}
+	}
+	out := wire.InvitationsReply{Ack: wire.Ack{OK: true}}
+	for _, in := range invs {
+		if in.Owner == b.Owner {
+			out.Invitations = append(out.Invitations, wire.Invitation{ID: in.ID, Room: in.Room, Agent: in.Agent, RequestedBy: in.RequestedBy, Status: in.Status})
+		}
+	}
+	return out
+}
+
+// tellOwner puts a note about an approval request into the owner's DM with
+// the agent (created on first use), so the owner finds it even when the
+// turn runs in a room they are not watching.
+func (l *Link) tellOwner(ctx context.Context, b *chat.Bridge, req wire.ApprovalRequest) {
+	where := "a DM"
+	if req.Room != "" {
+		where = "#" + req.Room
+	}
+	taint := ""
+	if req.Tainted {
+		taint = " It is tainted: steered by @" + strings.Join(req.SteeredBy, ", @") + "."
+	}
+	text := fmt.Sprintf("Approval needed in %s: %s (%s, hash %s…).%s Decide on the card in %s, or on your bridge machine: wheelhouse approve %s --hash %s",
+		where, oneLine(req.Summary, 200), req.Tool, prefix(req.PayloadHash, 12), taint, where, req.ID, req.PayloadHash)
+	l.noteOwnerIn(ctx, b.Owner, b.Owner+"/"+req.Agent, req.Room, text, req.TurnID, "approval")
+}
+
+// noteOwner posts a system note into the owner's DM with an agent.
+func (l *Link) noteOwner(ctx context.Context, owner, handle, text string) {
+	l.noteOwnerIn(ctx, owner, handle, "", text, "", "")
+}
+
+func (l *Link) noteOwnerIn(ctx context.Context, ownerName, handle, skipRoom, text, turnID, kind string) {
+	owner, err := l.rooms.UserByName(ctx, ownerName)
+	if err != nil {
+		return
+	}
+	dm, err := l.rooms.OpenAgentDM(ctx, owner, handle)
+	if err != nil || dm.Name == skipRoom {
+		return
+	}
+	if _, err := l.rooms.PostAs(ctx, chat.AuthorSystem, "wheelhouse", dm.Name, text, turnID, kind); err != nil {
+		l.log.Warn("telling the owner failed", "agent", handle, "err", err)
+	}
+}
+
+// prefix returns at most n bytes of s.
+func prefix(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// oneLine flattens and shortens model-written text for a note.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return strings.ToValidUTF8(s, "")
+}

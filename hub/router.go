@@ -1,0 +1,332 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/eventlog"
+	"github.com/wheelhouse-dev/wheelhouse/store"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+// The router is a consumer of the log: appending a message is the
+// commitment, and routing its mentions follows from it — whether or not
+// the poster is still there, on whichever hub node, after a crash too.
+// All hub nodes share one durable JetStream consumer, so each event is
+// handled by one node; an event a node took and did not finish (it died)
+// is handed out again after routerAckWait, and a steer sent twice is
+// answered once by the bridge (it remembers steer ids).
+const (
+	routerName     = "wheelhouse-router"
+	routerAckWait  = 10 * time.Second
+	routerMaxTries = 20
+	agentQueue     = 256
+)
+
+// routedKinds are the events the router acts on.
+var routedKinds = []string{chat.EvMessagePosted, chat.EvBridgeRevoked}
+
+// startRouter creates (once) and consumes the shared durable consumer.
+func (l *Link) startRouter(ctx context.Context) error {
+	js := l.h.js
+	cons, err := js.Consumer(ctx, eventlog.StreamName, routerName)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		st, err := js.Stream(ctx, eventlog.StreamName)
+		if err != nil {
+			return wh.Wrap(err, "read the event stream")
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			return wh.Wrap(err, "read the event stream")
+		}
+		var subjects []string
+		for _, k := range routedKinds {
+			subjects = append(subjects, eventlog.SubjectPrefix+k)
+		}
+		// New from here: mentions logged before there was a router were
+		// routed when they were posted.
+		cons, err = js.CreateConsumer(ctx, eventlog.StreamName, jetstream.ConsumerConfig{
+			Durable:        routerName,
+			Description:    "hub nodes route mentions and act on revocations",
+			FilterSubjects: subjects,
+			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:    info.State.LastSeq + 1,
+			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckWait:        routerAckWait,
+			MaxDeliver:     routerMaxTries,
+			MaxAckPending:  1000,
+		})
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerExists) {
+			return wh.Wrap(err, "create the router consumer")
+		}
+		if err != nil {
+			cons, err = js.Consumer(ctx, eventlog.StreamName, routerName)
+		}
+		if err != nil {
+			return wh.Wrap(err, "open the router consumer")
+		}
+	} else if err != nil {
+		return wh.Wrap(err, "open the router consumer")
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if !l.enter() {
+			return // not acked: another node (or this one, restarted) takes it
+		}
+		go func() {
+			defer l.wg.Done()
+			l.safely("router", func() { l.route(m) })
+		}()
+	})
+	if err != nil {
+		return wh.Wrap(err, "consume the router's events")
+	}
+	l.router = cc
+	return nil
+}
+
+// route handles one routed event and acknowledges it when it is done.
+func (l *Link) route(m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		m.Term()
+		return
+	}
+	var ev chat.Event
+	if err := json.Unmarshal(m.Data(), &ev); err != nil {
+		m.Term()
+		return
+	}
+	seq := md.Sequence.Stream
+	// Keep the event ours while we work on it.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(routerAckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				m.InProgress()
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The projection decided who may be reached; wait for this node's.
+	if err := l.rooms.Log.WaitApplied(ctx, seq); err != nil {
+		m.NakWithDelay(time.Second)
+		return
+	}
+	switch ev.Type {
+	case chat.EvMessagePosted:
+		l.routeMessage(ctx, int64(seq))
+	case chat.EvBridgeRevoked:
+		var d chat.BridgeRevoked
+		if json.Unmarshal(ev.Data, &d) == nil {
+			l.disconnectBridge(ctx, d.ID)
+		}
+	}
+	m.Ack()
+}
+
+// routeMessage delivers a message's pending steers, each through its
+// agent's queue (steers to one agent keep their order).
+func (l *Link) routeMessage(ctx context.Context, msgID int64) {
+	steers, err := l.rooms.PendingSteersOf(ctx, msgID)
+	if err != nil {
+		l.log.Warn("reading a message's steers failed", "message", msgID, "err", err)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, o := range steers {
+		wg.Add(1)
+		if !l.queueSteer(o, wg.Done) {
+			wg.Done()
+		}
+	}
+	wg.Wait()
+}
+
+// agentSender delivers one agent's steers in order.
+type agentSender struct {
+	ch chan func()
+}
+
+func (l *Link) queueSteer(o store.Outbound, done func()) bool {
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return false
+	}
+	if l.senders == nil {
+		l.senders = map[string]*agentSender{}
+	}
+	s := l.senders[o.Agent]
+	if s == nil {
+		s = &agentSender{ch: make(chan func(), agentQueue)}
+		l.senders[o.Agent] = s
+		l.wg.Add(1)
+		go l.send(o.Agent, s)
+	}
+	l.mu.Unlock()
+	job := func() {
+		defer done()
+		l.safely("deliver", func() { l.deliverSteer(o) })
+	}
+	select {
+	case s.ch <- job:
+		return true
+	default:
+		// The agent has a full queue: this steer is refused now rather than
+		// holding up the others.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		l.finish(ctx, o, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonAgentBusy, Detail: "too many messages are waiting for @" + o.Agent + "; send again later"})
+		return false
+	}
+}
+
+func (l *Link) send(handle string, s *agentSender) {
+	defer l.wg.Done()
+	idle := time.NewTimer(time.Minute)
+	defer idle.Stop()
+	for {
+		select {
+		case job := <-s.ch:
+			job()
+			idle.Reset(time.Minute)
+		case <-idle.C:
+			l.mu.Lock()
+			if len(s.ch) == 0 {
+				delete(l.senders, handle)
+				l.mu.Unlock()
+				return
+			}
+			l.mu.Unlock()
+			idle.Reset(time.Minute)
+		case <-l.stopCh:
+			return
+		}
+	}
+}
+
+// deliverSteer sends one steer to its bridge with a deadline and records
+// the bridge's answer — or, when none came by the deadline, that it was
+// not delivered (the bridge never acts on it after the deadline).
+func (l *Link) deliverSteer(o store.Outbound) {
+	a, err := l.rooms.AgentByHandle(context.Background(), o.Agent)
+	wait := l.h.cfg.SteerTimeout + bridgeCallTimeout + 2*time.Second
+	if err == nil {
+		wait = l.h.cfg.SteerTimeout + l.callTimeout(a.Bridge) + 2*time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait+5*time.Second)
+	defer cancel()
+	if err != nil {
+		l.finish(ctx, o, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonUnknownAgent, Detail: "there is no agent @" + o.Agent})
+		return
+	}
+	if a.Bridge != "" && !l.online(a.Bridge) {
+		l.awaitPresence(ctx, a.Bridge)
+	}
+	if a.Bridge == "" || !l.online(a.Bridge) {
+		l.finish(ctx, o, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonAgentOffline,
+			Detail: "@" + o.Agent + "'s bridge is offline; the owner's machine is not connected"})
+		return
+	}
+	if !l.allow(o.Sender, o.Agent) {
+		l.finish(ctx, o, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonRateLimited,
+			Detail: fmt.Sprintf("too many messages to @%s; wait a few seconds", o.Agent)})
+		return
+	}
+	now := l.rooms.Now()
+	st := wire.Steer{ID: o.SteerID, Agent: a.Name, Owner: a.Owner, Room: o.Room, RoomKind: roomKind(o.Room), MessageID: o.MessageID,
+		Sender: o.Sender, SenderIsOwner: o.Sender == a.Owner, SentAt: o.SentAt, Text: o.Text, Stop: o.Stop, ExpectedTurn: o.ExpectedTurn,
+		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: l.timelineHead(ctx, a.ID)}
+	for _, p := range o.Parts {
+		st.Parts = append(st.Parts, wire.Part{Kind: p.Kind, Start: p.Start, End: p.End})
+	}
+	var rc wire.Receipt
+	if err := l.request(ctx, a.Bridge, wire.KindSteer, st, &rc, wait); err != nil {
+		l.log.Info("a steer was not delivered", "steer", st.ID, "agent", o.Agent, "err", err)
+		reason := wh.ErrorReason(err)
+		detail := "the agent's machine did not answer in time; it will not act on the message — send again"
+		if reason == wire.ReasonAgentOffline {
+			detail = "@" + o.Agent + "'s bridge is offline; the owner's machine is not connected"
+		}
+		l.finish(ctx, o, wire.Receipt{Status: wire.StatusRejected, Reason: reason, Detail: detail})
+		return
+	}
+	if err := rc.Validate(l.rooms.Now()); err != nil || rc.SteerID != st.ID {
+		l.m.invalid.WithLabelValues(wire.KindSteer).Inc()
+		l.log.Warn("a bridge answered a steer with an invalid receipt", "steer", st.ID, "err", err)
+		rc = wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonAgentFailed, Detail: "the agent's bridge answered with something the hub cannot read"}
+	}
+	l.finish(ctx, o, rc)
+}
+
+// awaitPresence gives a bridge one heartbeat's chance to be heard from
+// when this node has just started (it knows no one's presence yet).
+func (l *Link) awaitPresence(ctx context.Context, bridgeID string) {
+	until := l.started.Add(wire.OfflineAfter + time.Second)
+	for time.Now().Before(until) && !l.online(bridgeID) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.stopCh:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// finish records a steer's receipt.
+func (l *Link) finish(ctx context.Context, o store.Outbound, rc wire.Receipt) {
+	rc.SteerID = o.SteerID
+	l.m.mentions.WithLabelValues(rc.Status).Inc()
+	if err := l.rooms.UpdateSteer(ctx, rc); err != nil && wh.ErrorCode(err) != wh.EConflict {
+		l.log.Warn("recording a receipt failed", "steer", o.SteerID, "err", err)
+	}
+}
+
+func roomKind(name string) string {
+	if chat.IsDM(name) {
+		return chat.KindDM
+	}
+	return chat.KindRoom
+}
+
+// AwaitReceipts returns the receipts of m's agent mentions, waiting up to
+// deliverWait for the bridges' first answers (later ones arrive as events).
+// The poster leaving early changes nothing: delivery follows from the log.
+func (l *Link) AwaitReceipts(ctx context.Context, m *chat.Message) []chat.Receipt {
+	read, cancelRead := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancelRead()
+	ctx, cancel := context.WithTimeout(ctx, deliverWait)
+	defer cancel()
+	for {
+		rs, err := l.rooms.ReceiptsFor(read, []int64{m.ID})
+		if err != nil {
+			return []chat.Receipt{}
+		}
+		waiting := false
+		for _, r := range rs {
+			waiting = waiting || r.Status == chat.StatusPending
+		}
+		if !waiting || ctx.Err() != nil {
+			return rs
+		}
+		if l.rooms.Log.WaitApplied(ctx, l.rooms.Log.Applied()+1) != nil {
+			return rs
+		}
+	}
+}

@@ -1,0 +1,406 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+// steersForMessageTx records a steer for every agent mention of a user's
+// message, with the hub's decision on it: pending (the router delivers
+// it) or rejected with why. Deciding here, in the projection, makes the
+// decision part of the log's order and the same on every node; what only
+// a live node knows (is the bridge online, rate limits) the router adds.
+func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, d chat.MessagePosted, at time.Time) ([]chat.FeedItem, error) {
+	var feed []chat.FeedItem
+	i := 0
+	for _, mn := range d.Mentions {
+		if mn.Kind != chat.MentionAgent {
+			continue
+		}
+		handle := mn.Owner + "/" + mn.Agent
+		id := chat.SteerID(seq, i)
+		i++
+		st := steerRow{id: id, messageID: int64(seq), roomID: roomID, sender: d.Author, status: chat.StatusPending}
+		a, err := agentByHandleTx(ctx, tx, handle)
+		switch {
+		case err == nil:
+			st.agentID = a.ID
+			st.stop = chat.IsStopCommand(d.Text, a.Owner, a.Name)
+			in, err := agentInRoomTx(ctx, tx, a.ID, roomID)
+			if err != nil {
+				return nil, err
+			}
+			pol := a.EffectivePolicy()
+			dec := authz.MayAddress(authz.AddressCheck{Sender: d.Author, SenderIsMember: true, AgentInRoom: in,
+				Owner: a.Owner, Address: pol.Address, Allowed: pol.Allowed, Stop: st.stop})
+			switch {
+			case !dec.Allow:
+				st.status, st.reason, st.detail = wire.StatusRejected, dec.Reason, dec.Message
+			case a.Bridge == "":
+				st.status, st.reason, st.detail = wire.StatusRejected, wire.ReasonAgentOffline, "@"+handle+" is not run by any bridge now; its owner's machine must announce it"
+			default:
+				st.expectedTurn = d.Turns[handle]
+				if st.expectedTurn == "" && (a.Status == wire.AgentWorking || a.Status == wire.AgentNeedsApproval) {
+					st.expectedTurn = a.TurnID
+				}
+			}
+		case wh.ErrorCode(err) == wh.ENotFound || wh.ErrorCode(err) == wh.EInvalid:
+			st.status, st.reason, st.detail = wire.StatusRejected, wire.ReasonUnknownAgent, "there is no agent @"+handle
+		default:
+			return nil, err
+		}
+		if err := st.insertTx(ctx, tx, at); err != nil {
+			return nil, err
+		}
+		if st.agentID != 0 {
+			if err := timelineTx(ctx, tx, seq, st.agentID, "steer", st.expectedTurn, d.Author, map[string]any{"steerId": id, "room": d.Room,
+				"messageId": seq, "status": st.status, "reason": st.reason}, at); err != nil {
+				return nil, err
+			}
+		}
+		items, err := receiptFeedTx(ctx, tx, seq, id, at)
+		if err != nil {
+			return nil, err
+		}
+		feed = append(feed, items...)
+	}
+	return feed, nil
+}
+
+type steerRow struct {
+	id                             string
+	messageID, roomID, agentID     int64
+	sender, status, reason, detail string
+	expectedTurn                   string
+	stop                           bool
+}
+
+func (st steerRow) insertTx(ctx context.Context, tx *sql.Tx, at time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, expected_turn, stop, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.id, st.messageID, st.roomID, st.agentID, st.sender, st.status, st.reason, st.detail, st.expectedTurn, st.stop, ts(at))
+	return err
+}
+
+func agentInRoomTx(ctx context.Context, tx *sql.Tx, agentID, roomID int64) (bool, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM room_agents WHERE agent_id = ? AND room_id = ?`, agentID, roomID).Scan(&n)
+	return n > 0, err
+}
+
+// turnStartedTx records a turn as running.
+func turnStartedTx(ctx context.Context, tx *sql.Tx, agentID int64, turn, room string, at time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO turns (agent_id, turn_id, room, started_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, agentID, turn, room, ts(at))
+	return err
+}
+
+// turnEndedTx records how a turn ended and finishes the receipts of the
+// steers that reached it: the sender learns the outcome. It reports
+// whether the turn was still running (a turn ends once).
+func turnEndedTx(ctx context.Context, tx *sql.Tx, seq uint64, agentID int64, turn, status, by, detail string, at time.Time) (bool, []chat.FeedItem, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO turns (agent_id, turn_id, started_at, ended_at, status, stopped_by) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (agent_id, turn_id) DO UPDATE SET ended_at = excluded.ended_at, status = excluded.status, stopped_by = excluded.stopped_by
+		WHERE turns.status = 'running'`, agentID, turn, ts(at), ts(at), status, by)
+	if err != nil {
+		return false, nil, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil, nil // it had ended already
+	}
+	final, words := receiptOutcome(status, by, detail)
+	ids, err := queryStrings(ctx, tx, `SELECT id FROM steers WHERE agent_id = ? AND turn_id = ? AND status IN ('started', 'steered', 'delivered')`, agentID, turn)
+	if err != nil {
+		return false, nil, err
+	}
+	var feed []chat.FeedItem
+	for _, id := range ids {
+		if _, err := tx.ExecContext(ctx, `UPDATE steers SET via = status, status = ?, detail = ?, updated_at = ? WHERE id = ?`, final, words, ts(at), id); err != nil {
+			return false, nil, err
+		}
+		items, err := receiptFeedTx(ctx, tx, seq, id, at)
+		if err != nil {
+			return false, nil, err
+		}
+		feed = append(feed, items...)
+	}
+	return true, feed, nil
+}
+
+// receiptOutcome is the final receipt status for a turn's end.
+func receiptOutcome(turnStatus, by, detail string) (status, words string) {
+	switch turnStatus {
+	case wire.TurnCompleted:
+		return wire.StatusDone, "the turn is done"
+	case wire.TurnInterrupted:
+		if by != "" {
+			return wire.StatusInterrupted, "stopped by @" + by
+		}
+		return wire.StatusInterrupted, "the turn was stopped"
+	default:
+		if detail == "" {
+			detail = "the turn failed"
+		}
+		return wire.StatusFailed, detail
+	}
+}
+
+// turnOutcomeTx returns how a turn ended, if it did.
+func turnOutcomeTx(ctx context.Context, tx *sql.Tx, agentID int64, turn string) (status, by string, ended bool, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT status, stopped_by FROM turns WHERE agent_id = ? AND turn_id = ?`, agentID, turn).Scan(&status, &by)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, err
+	}
+	return status, by, status != "running", nil
+}
+
+// agentGoneTx ends everything an agent had going when its bridge is gone
+// (offline, revoked): the running turn fails, its pending approvals are
+// voided (the harness that asked is gone), its queued steers expire. The
+// hub's router tells the bridge, should it come back (closed_seq).
+func agentGoneTx(ctx context.Context, tx *sql.Tx, seq uint64, a *chat.Agent, why string, at time.Time) ([]chat.FeedItem, error) {
+	var feed []chat.FeedItem
+	if a.TurnID != "" {
+		ended, items, err := turnEndedTx(ctx, tx, seq, a.ID, a.TurnID, wire.TurnFailed, "", why, at)
+		if err != nil {
+			return nil, err
+		}
+		if ended {
+			if err := timelineTx(ctx, tx, seq, a.ID, "turn.ended", a.TurnID, "", map[string]any{"room": a.TurnRoom, "status": wire.TurnFailed, "reason": why}, at); err != nil {
+				return nil, err
+			}
+		}
+		feed = append(feed, items...)
+	}
+	items, err := voidApprovalsTx(ctx, tx, seq, `agent_id = ?`, []any{a.ID}, why, at)
+	if err != nil {
+		return nil, err
+	}
+	feed = append(feed, items...)
+	// Queued steers expire (the bridge, should it come back, is told to
+	// drop them). Pending ones are still in the router's hands: it ends
+	// them at their deadline, after which the bridge never acts on them.
+	items, err = expireSteersTx(ctx, tx, seq, `agent_id = ? AND status = 'queued'`, []any{a.ID}, wire.StatusExpired, wire.ReasonAgentOffline, why, at)
+	if err != nil {
+		return nil, err
+	}
+	return append(feed, items...), nil
+}
+
+// voidApprovalsTx voids the pending approvals that match where.
+func voidApprovalsTx(ctx context.Context, tx *sql.Tx, seq uint64, where string, args []any, why string, at time.Time) ([]chat.FeedItem, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, agent_id, turn_id, steered_by FROM approvals WHERE status = 'pending' AND `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	type ap struct {
+		id, turn, steered string
+		agent             int64
+	}
+	var aps []ap
+	for rows.Next() {
+		var x ap
+		if err := rows.Scan(&x.id, &x.agent, &x.turn, &x.steered); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		aps = append(aps, x)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var feed []chat.FeedItem
+	for _, x := range aps {
+		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'voided', reason = ?, closed_seq = ? WHERE id = ?`, why, seq, x.id); err != nil {
+			return nil, err
+		}
+		if err := timelineTx(ctx, tx, seq, x.agent, "approval.voided", x.turn, "", map[string]any{"approvalId": x.id, "reason": why}, at); err != nil {
+			return nil, err
+		}
+		items, err := approvalFeedTx(ctx, tx, seq, x.id, at)
+		if err != nil {
+			return nil, err
+		}
+		feed = append(feed, items...)
+	}
+	return feed, nil
+}
+
+// voidApprovalsSteeredByTx voids the pending approvals of turns in a room
+// that a departed member steered.
+func voidApprovalsSteeredByTx(ctx context.Context, tx *sql.Tx, seq uint64, roomName, user, why string, at time.Time) ([]chat.FeedItem, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, steered_by FROM approvals WHERE status = 'pending' AND room = ?`, roomName)
+	if err != nil {
+		return nil, err
+	}
+	var ids []any
+	for rows.Next() {
+		var id, steered string
+		if err := rows.Scan(&id, &steered); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		var by []string
+		json.Unmarshal([]byte(steered), &by)
+		if authz.VoidOnDeparture(by, user, false) {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var feed []chat.FeedItem
+	for _, id := range ids {
+		items, err := voidApprovalsTx(ctx, tx, seq, `id = ?`, []any{id}, why, at)
+		if err != nil {
+			return nil, err
+		}
+		feed = append(feed, items...)
+	}
+	return feed, nil
+}
+
+// expireSteersTx ends the waiting steers that match where with a final
+// status, recording which event ended them.
+func expireSteersTx(ctx context.Context, tx *sql.Tx, seq uint64, where string, args []any, status, reason, detail string, at time.Time) ([]chat.FeedItem, error) {
+	ids, err := queryStrings(ctx, tx, `SELECT id FROM steers WHERE `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	var feed []chat.FeedItem
+	for _, id := range ids {
+		if _, err := tx.ExecContext(ctx, `UPDATE steers SET status = ?, reason = ?, detail = ?, closed_seq = ?, updated_at = ? WHERE id = ?`,
+			status, reason, detail, seq, ts(at), id); err != nil {
+			return nil, err
+		}
+		items, err := receiptFeedTx(ctx, tx, seq, id, at)
+		if err != nil {
+			return nil, err
+		}
+		feed = append(feed, items...)
+	}
+	return feed, nil
+}
+
+func queryStrings(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// Outbound is a steer the router is to deliver, with what the bridge needs.
+type Outbound struct {
+	chat.Receipt
+	ExpectedTurn string
+	Stop         bool
+	Text         string
+	Parts        []chat.Part
+	SentAt       time.Time
+}
+
+// PendingSteersOf lists the steers of a message still waiting for the
+// router, with the message they carry.
+func (s *Store) PendingSteersOf(ctx context.Context, messageID int64) ([]Outbound, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason,
+		s.detail, s.turn_id, s.expires_at, s.updated_at, s.expected_turn, s.stop, m.text, m.parts, m.created_at
+		FROM steers s JOIN rooms r ON r.id = s.room_id JOIN messages m ON m.id = s.message_id
+		LEFT JOIN agents a ON a.id = s.agent_id LEFT JOIN users u ON u.id = a.owner_id
+		WHERE s.message_id = ? AND s.status = 'pending' ORDER BY s.id`, messageID)
+	if err != nil {
+		return nil, wh.Wrap(err, "read steers")
+	}
+	defer rows.Close()
+	var out []Outbound
+	for rows.Next() {
+		var o Outbound
+		var exp sql.NullString
+		var at, parts, sent string
+		if err := rows.Scan(&o.SteerID, &o.MessageID, &o.Room, &o.Agent, &o.Sender, &o.Status, &o.Via, &o.Reason, &o.Detail, &o.TurnID, &exp, &at,
+			&o.ExpectedTurn, &o.Stop, &o.Text, &parts, &sent); err != nil {
+			return nil, wh.Wrap(err, "read steers")
+		}
+		json.Unmarshal([]byte(parts), &o.Parts)
+		o.SentAt, _ = time.Parse(time.RFC3339Nano, sent)
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// ExpiredQueuedSteers lists queued steers whose expiry passed before cutoff.
+func (s *Store) ExpiredQueuedSteers(ctx context.Context, cutoff time.Time) ([]chat.Receipt, error) {
+	return s.queryReceipts(ctx, `WHERE s.status = 'queued' AND s.expires_at IS NOT NULL AND s.expires_at < ? LIMIT 100`, ts(cutoff))
+}
+
+// ExpiredApprovals lists pending approvals whose expiry passed before cutoff.
+func (s *Store) ExpiredApprovals(ctx context.Context, cutoff time.Time) ([]string, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT id FROM approvals WHERE status = 'pending' AND expires_at < ? LIMIT 100`, ts(cutoff))
+	if err != nil {
+		return nil, wh.Wrap(err, "read approvals")
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, wh.Wrap(err, "read approvals")
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// Reconcile compares what a bridge holds for an agent with the record: it
+// reports whether the bridge's running turn has ended here, and which of
+// its waiting approvals and queued steers have.
+func (s *Store) Reconcile(ctx context.Context, agentID int64, turn string, approvals, steers []string) (turnEnded bool, doneApprovals, doneSteers []string, err error) {
+	if turn != "" {
+		var status string
+		err := s.db.r.QueryRowContext(ctx, `SELECT status FROM turns WHERE agent_id = ? AND turn_id = ?`, agentID, turn).Scan(&status)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return false, nil, nil, wh.Wrap(err, "read turn")
+		}
+		turnEnded = err == nil && status != "running"
+	}
+	for _, id := range approvals {
+		var status string
+		err := s.db.r.QueryRowContext(ctx, `SELECT status FROM approvals WHERE id = ? AND agent_id = ?`, id, agentID).Scan(&status)
+		// One not recorded yet (its request is on the way) is not done.
+		if err == nil && status != wire.ApprovalPending {
+			doneApprovals = append(doneApprovals, id)
+		} else if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return false, nil, nil, wh.Wrap(err, "read approval")
+		}
+	}
+	for _, id := range steers {
+		var status string
+		err := s.db.r.QueryRowContext(ctx, `SELECT status FROM steers WHERE id = ? AND agent_id = ?`, id, agentID).Scan(&status)
+		if err == nil && wire.Final(status) {
+			doneSteers = append(doneSteers, id)
+		} else if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return false, nil, nil, wh.Wrap(err, "read steer")
+		}
+	}
+	return turnEnded, doneApprovals, doneSteers, nil
+}

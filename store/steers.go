@@ -1,0 +1,262 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+func applySteerRecorded(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.SteerRecorded
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	rid, err := roomIDTx(ctx, tx, d.Room)
+	if err != nil {
+		return nil, err
+	}
+	var agentID int64
+	if a, err := agentByHandleTx(ctx, tx, d.Handle); err == nil {
+		agentID = a.ID
+	}
+	var exp any
+	if d.ExpiresAt != nil {
+		exp = ts(*d.ExpiresAt)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, turn_id, expires_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, d.ID, d.MessageID, rid, agentID, d.Sender, d.Status, d.Reason, d.Detail, d.TurnID, exp, ts(ev.At)); err != nil {
+		if IsConstraint(err) {
+			return nil, wh.Errorf(wh.EConflict, "steer %s already recorded", d.ID)
+		}
+		return nil, err
+	}
+	if agentID != 0 {
+		if err := timelineTx(ctx, tx, seq, agentID, "steer", d.TurnID, d.Sender, map[string]any{"steerId": d.ID, "room": d.Room, "messageId": d.MessageID, "status": d.Status, "reason": d.Reason}, ev.At); err != nil {
+			return nil, err
+		}
+	}
+	return receiptFeedTx(ctx, tx, seq, d.ID, ev.At)
+}
+
+func applySteerReceipt(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.SteerRecorded
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	var cur string
+	var agentID int64
+	err := tx.QueryRowContext(ctx, `SELECT status, agent_id FROM steers WHERE id = ?`, d.ID).Scan(&cur, &agentID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, wh.Errorf(wh.ENotFound, "no steer %s", d.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var curReason, turn string
+	if err := tx.QueryRowContext(ctx, `SELECT reason, turn_id FROM steers WHERE id = ?`, d.ID).Scan(&curReason, &turn); err != nil {
+		return nil, err
+	}
+	if !receiptMayMove(cur, curReason, d.Status) {
+		return nil, wh.Errorf(wh.EConflict, "steer %s is already %s", d.ID, cur)
+	}
+	var exp any
+	if d.ExpiresAt != nil {
+		exp = ts(*d.ExpiresAt)
+	}
+	if d.TurnID != "" {
+		turn = d.TurnID
+	}
+	status, detail, via := d.Status, d.Detail, ""
+	if agentID != 0 && turn != "" && (status == wire.StatusStarted || status == wire.StatusSteered || status == wire.StatusDelivered) {
+		// The turn may have ended before this receipt was recorded.
+		tstat, by, ended, err := turnOutcomeTx(ctx, tx, agentID, turn)
+		if err != nil {
+			return nil, err
+		}
+		if ended {
+			via = status
+			status, detail = receiptOutcome(tstat, by, "")
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE steers SET status = ?, via = CASE WHEN ? = '' THEN via ELSE ? END, reason = ?, detail = ?, turn_id = ?,
+		expires_at = COALESCE(?, expires_at), updated_at = ? WHERE id = ?`, status, via, via, d.Reason, detail, turn, exp, ts(ev.At), d.ID); err != nil {
+		return nil, err
+	}
+	if agentID != 0 { // a mention of an unknown agent has no timeline
+		if err := timelineTx(ctx, tx, seq, agentID, "receipt", turn, "", map[string]any{"steerId": d.ID, "status": d.Status, "reason": d.Reason, "detail": d.Detail}, ev.At); err != nil {
+			return nil, err
+		}
+	}
+	return receiptFeedTx(ctx, tx, seq, d.ID, ev.At)
+}
+
+const receiptCols = `s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason, s.detail, s.turn_id, s.expires_at, s.updated_at
+	FROM steers s JOIN rooms r ON r.id = s.room_id LEFT JOIN agents a ON a.id = s.agent_id LEFT JOIN users u ON u.id = a.owner_id`
+
+func scanReceipt(sc scanner) (chat.Receipt, error) {
+	var r chat.Receipt
+	var exp sql.NullString
+	var at string
+	err := sc.Scan(&r.SteerID, &r.MessageID, &r.Room, &r.Agent, &r.Sender, &r.Status, &r.Via, &r.Reason, &r.Detail, &r.TurnID, &exp, &at)
+	if exp.Valid {
+		t, _ := time.Parse(time.RFC3339Nano, exp.String)
+		r.Expires = &t
+	}
+	r.At, _ = time.Parse(time.RFC3339Nano, at)
+	return r, err
+}
+
+func receiptFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, id string, at time.Time) ([]chat.FeedItem, error) {
+	r, err := scanReceipt(tx.QueryRowContext(ctx, `SELECT `+receiptCols+` WHERE s.id = ?`, id))
+	if err != nil {
+		return nil, err
+	}
+	if r.Agent == "" {
+		r.Agent = "" // unknown agent: the mention names it
+	}
+	rid, err := roomIDTx(ctx, tx, r.Room)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := roomMembersTx(ctx, tx, rid)
+	if err != nil {
+		return nil, err
+	}
+	return feedTx(ctx, tx, seq, rid, 0, ids, map[string]any{"id": seq, "type": "receipt", "room": r.Room, "at": at, "data": r})
+}
+
+// Receipt reads one steer's receipt.
+func (s *Store) Receipt(ctx context.Context, steerID string) (chat.Receipt, error) {
+	r, err := scanReceipt(s.db.stmt(ctx, `SELECT `+receiptCols+` WHERE s.id = ?`).QueryRowContext(ctx, steerID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, wh.Errorf(wh.ENotFound, "no steer %s", steerID)
+	}
+	return r, err
+}
+
+// ReceiptsFor returns the receipts of the given messages.
+func (s *Store) ReceiptsFor(ctx context.Context, ids []int64) ([]chat.Receipt, error) {
+	out := []chat.Receipt{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	lo, hi := ids[0], ids[0]
+	for _, id := range ids {
+		lo, hi = min(lo, id), max(hi, id)
+	}
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+receiptCols+` WHERE s.message_id BETWEEN ? AND ? ORDER BY s.message_id, s.id`, lo, hi)
+	if err != nil {
+		return nil, wh.Wrap(err, "read receipts")
+	}
+	defer rows.Close()
+	want := map[int64]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	for rows.Next() {
+		r, err := scanReceipt(rows)
+		if err != nil {
+			return nil, wh.Wrap(err, "read receipts")
+		}
+		if want[r.MessageID] {
+			out = append(out, r)
+		}
+	}
+	return out, rows.Err()
+}
+
+// PendingSteers lists steers still waiting (pending or queued) for an agent.
+func (s *Store) PendingSteers(ctx context.Context, handle string) ([]chat.Receipt, error) {
+	a, err := s.AgentByHandle(ctx, handle)
+	if err != nil {
+		return nil, err
+	}
+	return s.queryReceipts(ctx, `WHERE s.agent_id = ? AND s.status IN ('pending', 'queued')`, a.ID)
+}
+
+func (s *Store) queryReceipts(ctx context.Context, where string, args ...any) ([]chat.Receipt, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+receiptCols+` `+where, args...)
+	if err != nil {
+		return nil, wh.Wrap(err, "read steers")
+	}
+	defer rows.Close()
+	var out []chat.Receipt
+	for rows.Next() {
+		r, err := scanReceipt(rows)
+		if err != nil {
+			return nil, wh.Wrap(err, "read steers")
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// receiptMayMove says whether a receipt in state cur may become next.
+// Final states never change, with one exception: the hub's own "no answer
+// in time" gives way to the bridge's word of what it did before its
+// deadline (a late answer is the truth).
+func receiptMayMove(cur, curReason, next string) bool {
+	switch cur {
+	case chat.StatusPending:
+		return true
+	case wire.StatusQueued:
+		return next != wire.StatusQueued
+	case wire.StatusStarted, wire.StatusSteered, wire.StatusDelivered:
+		return wire.Final(next)
+	case wire.StatusRejected:
+		return curReason == wire.ReasonTimeout && !wire.Final(next)
+	}
+	return false
+}
+
+func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.TurnRecorded
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	a, err := agentByHandleTx(ctx, tx, d.Handle)
+	if err != nil {
+		return nil, err
+	}
+	detail := map[string]any{"room": d.Room}
+	if d.Status != "" {
+		detail["status"] = d.Status
+	}
+	if d.Reason != "" {
+		detail["reason"] = d.Reason
+	}
+	if d.Text != "" { // turn.tool: the command and its outcome
+		detail["text"] = d.Text
+	}
+	var feed []chat.FeedItem
+	switch d.Kind {
+	case wire.TurnStarted:
+		if err := turnStartedTx(ctx, tx, a.ID, d.TurnID, d.Room, ev.At); err != nil {
+			return nil, err
+		}
+	case wire.TurnEnded:
+		ended, items, err := turnEndedTx(ctx, tx, seq, a.ID, d.TurnID, d.Status, d.By, d.Reason, ev.At)
+		if err != nil {
+			return nil, err
+		}
+		if !ended {
+			return nil, wh.Errorf(wh.EConflict, "turn %s had already ended", d.TurnID)
+		}
+		if d.By != "" {
+			detail["by"] = d.By
+		}
+		feed = items
+	}
+	return feed, timelineTx(ctx, tx, seq, a.ID, "turn."+d.Kind, d.TurnID, d.By, detail, ev.At)
+}
+
+// StalePendingSteers lists steers still pending (sent, never answered)
+// that were last updated before cutoff.
+func (s *Store) StalePendingSteers(ctx context.Context, cutoff time.Time) ([]chat.Receipt, error) {
+	return s.queryReceipts(ctx, `WHERE s.status = 'pending' AND s.updated_at < ? LIMIT 100`, ts(cutoff))
+}

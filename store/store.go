@@ -1,0 +1,168 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/eventlog"
+)
+
+// DBFile is the SQLite file name under the data directory.
+const DBFile = "wheelhouse.db"
+
+// Store is the hub's SQLite read model: it applies the event log (it is the
+// log's Projector) and answers the queries of the room rules and the API.
+type Store struct {
+	db       *DB
+	logger   *slog.Logger
+	appliers map[string]applier
+}
+
+var _ eventlog.Projector = (*Store)(nil)
+
+// Open opens (creating and migrating) the read model in dataDir.
+func Open(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	db, err := OpenDB(ctx, filepath.Join(dataDir, DBFile))
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, logger: logger, appliers: map[string]applier{}}
+	s.registerCoreAppliers()
+	s.registerAgentAppliers()
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// AppliedSeq is the last stream sequence projected into this database.
+func (s *Store) AppliedSeq(ctx context.Context) (uint64, error) { return s.db.AppliedSeq(ctx) }
+
+// Identity is the id of the stream's first event, as recorded when it was
+// applied ("" before that).
+func (s *Store) Identity(ctx context.Context) (string, error) {
+	var id string
+	err := s.db.r.QueryRowContext(ctx, `SELECT first_event FROM projection WHERE id = 1`).Scan(&id)
+	return id, err
+}
+
+// Refusal returns how the event with this id was refused, if it was.
+func (s *Store) Refusal(ctx context.Context, eventID string) (error, bool) {
+	var code, msg, reason string
+	err := s.db.r.QueryRowContext(ctx, `SELECT code, message, reason FROM refusals WHERE event_id = ?`, eventID).Scan(&code, &msg, &reason)
+	if err != nil {
+		return nil, false
+	}
+	return &wh.Error{Code: code, Message: msg, Reason: reason}, true
+}
+
+// Apply implements eventlog.Projector: one transaction for the batch, a
+// savepoint per event. A refusal (a *wh.Error that is not internal, or a
+// constraint failure, both decided the same way on every node) rolls back
+// that event alone and is recorded; any other error fails the batch.
+func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.Outcome, []chat.FeedItem, error) {
+	tx, err := s.db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tx.Rollback()
+	var feed []chat.FeedItem
+	outs := make([]eventlog.Outcome, 0, len(batch))
+	for _, e := range batch {
+		var ev chat.Event
+		if err := json.Unmarshal(e.Data, &ev); err != nil {
+			// Deterministic: the same bytes fail the same way on every node.
+			s.logger.Error("refused an undecodable event", "seq", e.Seq, "err", err)
+			if err := refuseTx(ctx, tx, e.Seq, "", wh.Errorf(wh.EInvalid, "undecodable event")); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if e.Seq == 1 {
+			if _, err := tx.ExecContext(ctx, `UPDATE projection SET first_event = ? WHERE id = 1`, ev.ID); err != nil {
+				return nil, nil, err
+			}
+		}
+		if _, err := s.db.txStmt(ctx, tx, sqlSavepoint).ExecContext(ctx); err != nil {
+			return nil, nil, err
+		}
+		ectx := context.WithValue(ctx, feedCounterKey{}, &feedCounter{})
+		items, aerr := s.applyEvent(ectx, tx, e.Seq, ev)
+		refusal, err := asRefusal(aerr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("apply event %d (%s): %w", e.Seq, ev.Type, err)
+		}
+		if refusal != nil {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO ev`); err != nil {
+				return nil, nil, err
+			}
+			if IsConstraint(aerr) {
+				s.logger.Error("event refused by a database constraint", "seq", e.Seq, "type", ev.Type, "err", aerr)
+			}
+			if err := refuseTx(ctx, tx, e.Seq, ev.ID, refusal); err != nil {
+				return nil, nil, err
+			}
+		} else {
+			feed = append(feed, items...)
+		}
+		if _, err := s.db.txStmt(ctx, tx, sqlRelease).ExecContext(ctx); err != nil {
+			return nil, nil, err
+		}
+		var oerr error
+		if refusal != nil {
+			oerr = refusal
+		}
+		outs = append(outs, eventlog.Outcome{ID: ev.ID, Err: oerr})
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE projection SET applied_seq = ? WHERE id = 1`, batch[len(batch)-1].Seq); err != nil {
+		return nil, nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, nil, err
+	}
+	return outs, feed, nil
+}
+
+// asRefusal sorts an applier's error: nil; a refusal (the same on every
+// node); or an error that must stop the projector (I/O, disk full, busy).
+func asRefusal(err error) (*wh.Error, error) {
+	if err == nil {
+		return nil, nil
+	}
+	var we *wh.Error
+	if errors.As(err, &we) && we.Code != wh.EInternal {
+		return we, nil
+	}
+	if IsConstraint(err) {
+		return &wh.Error{Code: wh.EConflict, Message: "the change conflicts with the current state", Err: err}, nil
+	}
+	return nil, err
+}
+
+// IsConstraint reports a SQLite constraint failure (deterministic for a
+// given event and projection), by its result code.
+func IsConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
+
+// refuseTx records a refused event, so a duplicate append of the same id
+// learns the first outcome.
+func refuseTx(ctx context.Context, tx *sql.Tx, seq uint64, eventID string, e *wh.Error) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO refusals (seq, event_id, code, message, reason) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		seq, eventID, e.Code, wh.ErrorMessage(e), e.Reason)
+	return err
+}

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+)
+
+func timelineTx(ctx context.Context, tx *sql.Tx, seq uint64, agentID int64, kind, turnID, actor string, detail any, at time.Time) error {
+	d, err := json.Marshal(detail)
+	if err != nil {
+		return err
+	}
+	var prev string
+	err = tx.QueryRowContext(ctx, `SELECT hash FROM timeline WHERE agent_id = ? ORDER BY seq DESC, idx DESC LIMIT 1`, agentID).Scan(&prev)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	var idx int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(idx) + 1, 0) FROM timeline WHERE seq = ?`, seq).Scan(&idx); err != nil {
+		return err
+	}
+	e := chat.TimelineEntry{Seq: seq, Idx: idx, Kind: kind, TurnID: turnID, Actor: actor, Detail: d, At: at.UTC()}
+	hash := authz.ChainHash(prev, chat.EntryBody(e))
+	_, err = tx.ExecContext(ctx, `INSERT INTO timeline (seq, idx, agent_id, kind, turn_id, actor, body, at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		seq, idx, agentID, kind, turnID, actor, string(d), ts(at), prev, hash)
+	return err
+}
+
+// TimelineOf returns an agent's audited events in order (optionally of one turn).
+func (s *Store) TimelineOf(ctx context.Context, agentID int64, turnID string) ([]chat.TimelineEntry, error) {
+	q := `SELECT seq, idx, kind, turn_id, actor, body, at, prev_hash, hash FROM timeline WHERE agent_id = ?`
+	args := []any{agentID}
+	if turnID != "" {
+		q += ` AND turn_id = ?`
+		args = append(args, turnID)
+	}
+	rows, err := s.db.r.QueryContext(ctx, q+` ORDER BY seq, idx`, args...)
+	if err != nil {
+		return nil, wh.Wrap(err, "read timeline")
+	}
+	defer rows.Close()
+	out := []chat.TimelineEntry{}
+	for rows.Next() {
+		var e chat.TimelineEntry
+		var body, at string
+		if err := rows.Scan(&e.Seq, &e.Idx, &e.Kind, &e.TurnID, &e.Actor, &body, &at, &e.Prev, &e.Hash); err != nil {
+			return nil, wh.Wrap(err, "read timeline")
+		}
+		e.Detail = json.RawMessage(body)
+		e.At, _ = time.Parse(time.RFC3339Nano, at)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// TimelineHead is the newest entry of an agent's timeline as this node has
+// applied it (zero before the first). The hub sends it to the bridge with
+// each steer and decision; the bridge journals it, so that a later rewrite
+// of the timeline up to there, or the loss of its tail, shows.
+func (s *Store) TimelineHead(ctx context.Context, agentID int64) (seq uint64, idx int, hash string, err error) {
+	err = s.db.r.QueryRowContext(ctx, `SELECT seq, idx, hash FROM timeline WHERE agent_id = ? ORDER BY seq DESC, idx DESC LIMIT 1`, agentID).Scan(&seq, &idx, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, "", nil
+	}
+	return seq, idx, hash, err
+}
