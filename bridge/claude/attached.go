@@ -288,7 +288,7 @@ func (a *Attached) queueLocked(turn string, in bridge.Input) error {
 	a.seq++
 	now := a.now()
 	n := claudehook.Note{Session: session, SteerID: in.SteerID, TurnID: turn, Sender: in.Sender, SenderIsOwner: in.SenderIsOwner,
-		Text: in.Text, QueuedAt: now, Expires: now.Add(a.expiry)}
+		Taints: taints(in), Text: in.Text, QueuedAt: now, Expires: now.Add(a.expiry)}
 	at := now
 	if !at.After(a.lastAt) {
 		at = a.lastAt.Add(time.Nanosecond) // the clock stepped back: keep arrival order

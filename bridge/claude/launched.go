@@ -186,7 +186,7 @@ func (l *Launched) StartTurn(ctx context.Context, in bridge.Input) (string, erro
 	l.seq++
 	turn := newTurnID("t", l.seq)
 	l.turn, l.interrupt, l.hadTurn = turn, false, true
-	if !in.SenderIsOwner {
+	if taints(in) {
 		l.tainted = true // before the words reach the model
 	}
 	l.unreplayed = append(l.unreplayed, in.Text)
@@ -222,7 +222,7 @@ func (l *Launched) Steer(ctx context.Context, expectedTurnID string, in bridge.I
 		return err
 	}
 	l.unreplayed = append(l.unreplayed, in.Text)
-	if !in.SenderIsOwner {
+	if taints(in) {
 		l.tainted = true // before the words reach the model
 	}
 	l.mu.Unlock()

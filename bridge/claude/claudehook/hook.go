@@ -243,7 +243,7 @@ func (h hookRun) claim(sid string) ([]ClaimedNote, error) {
 		errs = append(errs, fmt.Errorf("ignored %d file(s) in the inbox that are not notes signed by the bridge: %s", len(rejected), b.String()))
 	}
 	for _, n := range notes {
-		if !n.Note.SenderIsOwner {
+		if n.Note.Taints || !n.Note.SenderIsOwner {
 			if err := MarkTainted(h.p.StateRoot, sid); err != nil {
 				// Without the record the session could later act unasked
 				// on these words: hold the notes back.

@@ -405,6 +405,12 @@ func TestTaintRecordedBeforeDelivery(t *testing.T) {
 	if !IsTainted(f.p.StateRoot, sessA) || IsTainted(f.p.StateRoot, sessB) {
 		t.Fatal("a teammate's note did not taint exactly its session")
 	}
+	// The owner's own note that carries pasted text taints too.
+	f.queue(t, Note{SteerID: "paste", Session: sessB, Sender: "owner", SenderIsOwner: true, Taints: true, Text: "mine, with a paste"})
+	f.run(t, event("Stop", sessB, ""))
+	if !IsTainted(f.p.StateRoot, sessB) {
+		t.Fatal("the owner's note with pasted text did not taint the session")
+	}
 }
 
 // bridgeStub answers the permission socket like the bridge would.

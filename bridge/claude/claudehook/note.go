@@ -27,14 +27,18 @@ type Note struct {
 	// SessionAll for every session in the project, or "" for the first
 	// session whose hook takes it (no session was known when it was
 	// written).
-	Session       string    `json:"session"`
-	SteerID       string    `json:"steerId"`
-	TurnID        string    `json:"turnId,omitempty"`
-	Sender        string    `json:"sender,omitempty"`
-	SenderIsOwner bool      `json:"senderIsOwner,omitempty"`
-	Text          string    `json:"text"`
-	QueuedAt      time.Time `json:"queuedAt"`
-	Expires       time.Time `json:"expires"`
+	Session       string `json:"session"`
+	SteerID       string `json:"steerId"`
+	TurnID        string `json:"turnId,omitempty"`
+	Sender        string `json:"sender,omitempty"`
+	SenderIsOwner bool   `json:"senderIsOwner,omitempty"`
+	// Taints: the note is not the owner's own typed words (another
+	// sender, or the owner's pasted text): the session it reaches needs
+	// the owner for every side effect from then on.
+	Taints   bool      `json:"taints,omitempty"`
+	Text     string    `json:"text"`
+	QueuedAt time.Time `json:"queuedAt"`
+	Expires  time.Time `json:"expires"`
 }
 
 // NoteVersion is the note format; SessionAll addresses every session.
