@@ -9,7 +9,7 @@ import (
 // The figures come from `go test -run '^$' -bench . ./bench/` or
 // `wheelhouse bench`; the test below only checks that a tiny suite runs.
 func TestSuiteRuns(t *testing.T) {
-	if err := Run(context.Background(), Options{Posts: 50, Concurrency: 4, Subscribers: []int{1, 3}, Mentions: 20}, testWriter{t}); err != nil {
+	if err := Run(context.Background(), Options{Posts: 50, Concurrency: 4, Subscribers: []int{1, 3}, Mentions: 20, ModelCalls: 20}, testWriter{t}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge/claude"
+	"github.com/wheelhouse-dev/wheelhouse/bridge/openai"
 )
 
 // Options scale the suite.
@@ -21,6 +22,9 @@ type Options struct {
 	// ["wheelhouse-hook", "claude"]) beside `sh -c :`.
 	HookCmd  []string
 	HookRuns int // default 200
+	// ModelCalls is the number of model calls for the openai harness's
+	// overhead (default 2000).
+	ModelCalls int
 }
 
 func (o *Options) defaults() {
@@ -35,6 +39,9 @@ func (o *Options) defaults() {
 	}
 	if o.Mentions == 0 {
 		o.Mentions = 1000
+	}
+	if o.ModelCalls == 0 {
+		o.ModelCalls = 2000
 	}
 }
 
@@ -87,6 +94,15 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		return check(err, "mention latency")
 	}
 	fmt.Fprintf(w, "  hub + bridge  %s\n  baseline: raw NATS request/reply %s\n  ratio p50 %s  p99 %s\n", ml, rr, ratio(ml.P50, rr.P50), ratio(ml.P99, rr.P99))
+
+	fmt.Fprintf(w, "\nOpenAI-compatible harness, one model call (%d calls: request built from a 16-message conversation, sent, a 126-chunk stream parsed)\n", o.ModelCalls)
+	rawCalls, harnessCalls, err := openai.BenchModelCalls(ctx, o.ModelCalls)
+	if err != nil {
+		return check(err, "model calls")
+	}
+	rc, hc := dist(rawCalls), dist(harnessCalls)
+	fmt.Fprintf(w, "  harness  %s\n  baseline: raw HTTP round trip, same stub and answer %s\n  ratio p50 %s  p99 %s  (overhead p50 %s per call)\n",
+		hc, rc, ratio(hc.P50, rc.P50), ratio(hc.P99, rc.P99), round(hc.P50-rc.P50))
 	if len(o.HookCmd) > 0 {
 		if o.HookRuns == 0 {
 			o.HookRuns = 200

@@ -15,7 +15,7 @@ func TestExampleConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Agents) != 3 {
+	if len(c.Agents) != 4 {
 		t.Fatalf("agents %d", len(c.Agents))
 	}
 	p, err := c.Agents[1].PolicyFile.Policy()

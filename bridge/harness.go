@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // Harness is one running agent as the bridge drives it. Adapters live in
@@ -16,7 +18,7 @@ import (
 // is). Interrupt ends the running turn; the harness still emits EventTurnEnded
 // with status "interrupted".
 type Harness interface {
-	// Kind names the harness ("demo", "exec", "codex", "claude", "claude-attach").
+	// Kind names the harness ("demo", "exec", "codex", "claude", "claude-attach", "openai").
 	Kind() string
 	// CanSteer reports whether input can reach a running turn.
 	CanSteer() bool
@@ -100,6 +102,13 @@ type Event struct {
 	TurnID string
 	Status string // for EventTurnEnded: completed, interrupted, failed
 	Text   string // message text, progress line, tool summary, failure reason
+	// ItemID and Partial are for streamed messages (EventMessage): updates
+	// of one message share an ItemID; every update but the last is Partial
+	// and carries the whole text so far.
+	ItemID  string
+	Partial bool
+	// Usage is the turn's token count, on EventTurnEnded, if known.
+	Usage *wire.Usage
 }
 
 // Event kinds.

@@ -483,12 +483,12 @@ func (r *runner) onEvent(ev Event) {
 		}
 		r.gate.turnEnded(ev.TurnID)
 		r.b.printf("%s turn %s ended: %s", r.handle(), ev.TurnID, ev.Status)
-		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnEnded, Status: endStatus(ev.Status), Text: ev.Text, Room: room, By: by, At: now})
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnEnded, Status: endStatus(ev.Status), Text: ev.Text, Room: room, By: by, At: now, Usage: ev.Usage})
 		r.b.heartbeat()
 		r.b.wg.Add(1)
 		go func() { defer r.b.wg.Done(); r.deliverQueued() }()
 	case EventMessage:
-		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnMessage, Text: ev.Text, Room: room, At: now})
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnMessage, Text: ev.Text, Room: room, At: now, ItemID: ev.ItemID, Partial: ev.Partial})
 	case EventProgress:
 		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnProgress, Text: ev.Text, Room: room, At: now})
 	case EventTool:

@@ -124,6 +124,8 @@ type TurnRecorded struct {
 	By     string `json:"by,omitempty"`
 	Reason string `json:"reason,omitempty"` // ended as failed: why
 	Text   string `json:"text,omitempty"`   // kind "tool": the command and its outcome
+	// Usage is the ended turn's model token count, as the bridge reported it.
+	Usage *wire.Usage `json:"usage,omitempty"`
 }
 
 // ApprovalRequested is the payload of the event recorded when a bridge asked the owner to approve a call.

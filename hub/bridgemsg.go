@@ -116,6 +116,9 @@ func (l *Link) endLostTurn(ctx context.Context, a *chat.Agent, why string) {
 }
 
 func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) {
+	if te.Partial {
+		return // a streamed message is posted when it is final (no in-place edits yet)
+	}
 	handle := b.Owner + "/" + te.Agent
 	a, err := l.rooms.AgentByHandle(ctx, handle)
 	if err != nil || a.Bridge != b.ID {
@@ -132,7 +135,7 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) {
 		if te.Kind == wire.TurnEnded && te.Status == wire.TurnFailed {
 			reason = te.Text
 			if len(reason) > 500 {
-				reason = reason[:500] + "…"
+				reason = strings.ToValidUTF8(reason[:500], "") + "…"
 			}
 		}
 		if err := l.rooms.RecordTurn(ctx, handle, te, te.By, reason); err != nil && wh.ErrorCode(err) != wh.EConflict {

@@ -233,6 +233,9 @@ func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]ch
 	if d.Text != "" { // turn.tool: the command and its outcome
 		detail["text"] = d.Text
 	}
+	if d.Usage != nil {
+		detail["usage"] = d.Usage
+	}
 	var feed []chat.FeedItem
 	switch d.Kind {
 	case wire.TurnStarted:

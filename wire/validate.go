@@ -258,6 +258,15 @@ func (t *TurnEvent) Validate(now time.Time) error {
 	if err := checkOpt("by", t.By, nameRE); err != nil {
 		return err
 	}
+	if err := checkOpt("item id", t.ItemID, turnIDRE); err != nil {
+		return err
+	}
+	if t.Partial && (t.Kind != TurnMessage || t.ItemID == "") {
+		return invalid("only a message with an item id can be partial")
+	}
+	if u := t.Usage; u != nil && (t.Kind != TurnEnded || u.InputTokens < 0 || u.OutputTokens < 0 || u.ModelCalls < 0) {
+		return invalid("usage belongs to a turn's end and counts from 0")
+	}
 	return checkTime("turn event time", t.At, now)
 }
 

@@ -274,6 +274,24 @@ type TurnEvent struct {
 	Room   string    `json:"room,omitempty"` // room the turn was started from
 	By     string    `json:"by,omitempty"`   // ended as interrupted: who stopped it
 	At     time.Time `json:"at"`
+	// ItemID names one agent message while it is streamed: every update of
+	// that message carries the same id. Partial marks an update that a later
+	// event with the same ItemID supersedes; the last one is not partial.
+	ItemID  string `json:"itemId,omitempty"`
+	Partial bool   `json:"partial,omitempty"`
+	// Usage is the model's token count for the whole turn (on ended), when
+	// the harness knows it.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage counts a turn's model tokens.
+type Usage struct {
+	InputTokens  int64 `json:"inputTokens"`  // prompt tokens, summed over the turn's model calls
+	OutputTokens int64 `json:"outputTokens"` // completion tokens, summed
+	ModelCalls   int   `json:"modelCalls,omitempty"`
+	// Estimated is set when the endpoint reported no usage for some call and
+	// the harness counted by its own estimate.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Turn end statuses.

@@ -8,6 +8,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/bridge/codex"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/demo"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/execagent"
+	"github.com/wheelhouse-dev/wheelhouse/bridge/openai"
 )
 
 // All returns the factories by kind.
@@ -18,5 +19,6 @@ func All() map[string]bridge.Factory {
 		"codex":         func(d bridge.Deps) (bridge.Harness, error) { return codex.New(d) },
 		"claude":        func(d bridge.Deps) (bridge.Harness, error) { return claude.NewLaunched(d) },
 		"claude-attach": func(d bridge.Deps) (bridge.Harness, error) { return claude.NewAttached(d) },
+		openai.Kind:     func(d bridge.Deps) (bridge.Harness, error) { return openai.New(d) },
 	}
 }

@@ -17,6 +17,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	subs := fs.String("subscribers", "1,100,1000", "WebSocket fan-out sizes")
 	fs.IntVar(&o.Mentions, "mentions", 1000, "mentions for the steer latency run")
 	hook := fs.String("hook", "", `also time this Claude Code hook command, e.g. "wheelhouse-hook claude"`)
+	fs.IntVar(&o.ModelCalls, "model-calls", 2000, "model calls for the openai harness's overhead run")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
