@@ -48,7 +48,7 @@ func post(t *testing.T, c *testhub.Client, room, text string, turns map[string]s
 
 // agentMessages returns the texts an agent posted in a room.
 func agentMessages(t *testing.T, c *testhub.Client, room, agent string) []string {
-	r := c.Must(200, "GET", "/api/v1/rooms/"+room+"/messages?limit=200", nil)
+	r := c.Must(200, "GET", "/api/v1/rooms/"+room+"/messages?include=replies&limit=200", nil)
 	var out []string
 	for _, m := range testhub.AsList(r.Body["messages"]) {
 		if m["author"] == agent {
