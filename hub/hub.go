@@ -58,8 +58,11 @@ type Config struct {
 	// SteerTimeout is how long the hub waits for a bridge's receipt before
 	// the steer ends "rejected: timeout" (default DefaultSteerTimeout).
 	SteerTimeout time.Duration
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// FileMaxBytes and FileQuota bound one uploaded file and all of one
+	// user's files (defaults room.DefaultFileMaxBytes, room.DefaultFileQuota).
+	FileMaxBytes, FileQuota int64
+	Logger                  *slog.Logger
+	Now                     func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -158,7 +161,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return wh.Wrap(err, "JetStream")
 	}
-	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log})
+	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
+		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota})
 	if err != nil {
 		return err
 	}

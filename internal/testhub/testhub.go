@@ -31,6 +31,8 @@ type Options struct {
 	HTTPAddr string
 	// SteerTimeout shortens the wait for a bridge's receipt.
 	SteerTimeout time.Duration
+	// FileMaxBytes and FileQuota set the upload limits.
+	FileMaxBytes, FileQuota int64
 }
 
 // Hub is a running test hub.
@@ -70,7 +72,8 @@ func Start(t testing.TB, o Options) *Hub {
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
-	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout})
+	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout,
+		FileMaxBytes: o.FileMaxBytes, FileQuota: o.FileQuota})
 	if err != nil {
 		t.Fatal(err)
 	}
