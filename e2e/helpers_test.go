@@ -16,7 +16,7 @@ func receipt(t *testing.T, c *testhub.Client, room string, id int64, agent strin
 	t.Helper()
 	var last map[string]any
 	testhub.CheckFor(t, 15*time.Second, fmt.Sprintf("receipt %v for message %d", want, id), func() error {
-		r := c.Must(200, "GET", fmt.Sprintf("/api/v1/rooms/%s/messages?after=%d&limit=1", room, id-1), nil)
+		r := c.Must(200, "GET", fmt.Sprintf("/api/v1/rooms/%s/messages?include=replies&after=%d&limit=1", room, id-1), nil)
 		for _, rc := range testhub.AsList(r.Body["receipts"]) {
 			if rc["agent"] == agent {
 				last = rc
