@@ -237,3 +237,75 @@ func TestAttachmentReachesTheEnvelope(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamedMessageUpdatesInPlace: a bridge streaming an agent's message
+// (one item, partial until its last version) makes one message whose text
+// is updated in place, live; a partial version arriving late changes
+// nothing.
+func TestStreamedMessageUpdatesInPlace(t *testing.T) {
+	tm := newTeam(t)
+	creds := tm.h.Pair(tm.alice, "raw")
+	nc, err := creds.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ann, _ := json.Marshal(wire.Announce{Version: wire.Version, Agents: []wire.AgentInfo{{Name: "writer", Harness: "openai", Status: wire.AgentWorking,
+		TurnID: "t1", TurnRoom: "dev", Policy: wire.DefaultPolicy()}}})
+	if m, err := nc.Request(wire.FromBridge(creds.BridgeID, wire.KindAnnounce), ann, 10*time.Second); err != nil || !strings.Contains(string(m.Data), `"ok":true`) {
+		t.Fatalf("announce: %v %s", err, m.Data)
+	}
+	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/writer"})
+	live := tm.bob.Events(0, false)
+	live.Ready()
+	send := func(text string, partial bool) {
+		sendItem(t, nc, creds.BridgeID, "t1-m1", text, partial)
+	}
+	send("Hel", true)
+	send("Hello wor", true)
+	send("Hello world.", false)
+	send("Hello wo", true)                                          // late: the last version is in
+	sendItem(t, nc, creds.BridgeID, "t1-m2", "next message", false) // handled after it, in order
+	nc.Flush()
+	ups := live.WaitType("message.updated", 2, 15*time.Second)
+	var final map[string]any
+	testhub.WaitFor(t, 10*time.Second, "the streamed message's last version", func() bool {
+		ms := testhub.AsList(tm.bob.Must(200, "GET", "/api/v1/rooms/dev/messages?include=replies", nil).Body["messages"])
+		var mine []map[string]any
+		for _, m := range ms {
+			if m["author"] == "alice/writer" {
+				mine = append(mine, m)
+			}
+		}
+		if len(mine) > 2 {
+			t.Fatalf("the stream made %d messages", len(mine))
+		}
+		if len(mine) == 2 && mine[1]["text"] == "next message" {
+			final = mine[0]
+			return true
+		}
+		return false
+	})
+	if final["text"] != "Hello world." || final["partial"] != nil {
+		t.Fatalf("streamed message %v", final)
+	}
+	if n := len(live.WaitType("message", 2, time.Second)); n != 2 {
+		t.Fatalf("%d new-message events for two messages", n)
+	}
+	var last struct {
+		ID   int64  `json:"id"`
+		Text string `json:"text"`
+	}
+	json.Unmarshal(ups[len(ups)-1].Data, &last)
+	if last.ID != int64(final["id"].(float64)) || last.Text != "Hello world." {
+		t.Fatalf("the last update %+v, want message %v", last, final["id"])
+	}
+}
+
+func sendItem(t *testing.T, nc *nats.Conn, bridgeID, item, text string, partial bool) {
+	t.Helper()
+	b, _ := json.Marshal(wire.TurnEvent{Agent: "writer", TurnID: "t1", Kind: wire.TurnMessage, Text: text, Room: "dev", At: time.Now().UTC(), ItemID: item, Partial: partial})
+	if err := nc.Publish(wire.FromBridge(bridgeID, wire.KindTurn), b); err != nil {
+		t.Fatal(err)
+	}
+}
