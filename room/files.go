@@ -97,10 +97,10 @@ func CleanFileName(name string) string {
 	var b strings.Builder
 	for _, r := range name {
 		switch {
-		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == '/', r == utf8.RuneError:
-			continue
 		case unicode.IsSpace(r):
 			b.WriteByte(' ')
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == '/', r == utf8.RuneError:
+			continue
 		default:
 			b.WriteRune(r)
 		}
