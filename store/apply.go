@@ -346,7 +346,13 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 	}
 	var feed []chat.FeedItem
 	if d.Thread != 0 {
-		if d.Thread, err = threadRootTx(ctx, tx, rid, d.Thread); err != nil {
+		root, err := threadRootTx(ctx, tx, rid, d.Thread)
+		switch {
+		case err == nil:
+			d.Thread = root
+		case d.AuthorKind != chat.AuthorUser && wh.ErrorCode(err) == wh.ENotFound:
+			d.Thread = 0 // an agent's output is never lost: without its thread it goes to the channel
+		default:
 			return nil, err
 		}
 	}
