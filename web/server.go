@@ -210,6 +210,7 @@ func (s *Server) routes() http.Handler {
 	api("POST /api/v1/dms", s.authed(s.postDM))
 	api("GET /api/v1/events", s.authed(s.events))
 	s.agentRoutes(mux)
+	s.chatRoutes(mux)
 
 	mux.Handle("/api/", s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return wh.Errorf(wh.ENotFound, "no API endpoint %s %s; see docs/api.md", r.Method, r.URL.Path)

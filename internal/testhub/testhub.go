@@ -36,6 +36,8 @@ type Options struct {
 	// TLS makes the hub serve HTTPS with a certificate from this CA (for
 	// 127.0.0.1 and localhost); clients and bridges trust the CA.
 	TLS *CA
+	// FileMaxBytes and FileQuota set the upload limits.
+	FileMaxBytes, FileQuota int64
 	// NATSMaxStore caps the embedded JetStream store (bytes).
 	NATSMaxStore int64
 	// Replicas of the event stream (3 on a NATS cluster).
@@ -85,7 +87,7 @@ func Start(t testing.TB, o Options) *Hub {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
 	cfg := hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout, BridgeSweep: o.BridgeSweep,
-		NATSMaxStore: o.NATSMaxStore, Replicas: o.Replicas}
+		FileMaxBytes: o.FileMaxBytes, FileQuota: o.FileQuota, NATSMaxStore: o.NATSMaxStore, Replicas: o.Replicas}
 	if o.NATS != nil {
 		cfg.NATSURL, cfg.NATSSecrets, cfg.NATSWebsocket = o.NATS.URL, o.NATS.Secrets, []string{o.NATS.Websocket}
 	}
