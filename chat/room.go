@@ -33,8 +33,9 @@ type Room struct {
 
 // Member is one member of a room.
 type Member struct {
-	User string `json:"user"`
-	Role string `json:"role"`
+	User        string `json:"user"`
+	Role        string `json:"role"`
+	Deactivated bool   `json:"deactivated,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
