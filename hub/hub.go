@@ -49,6 +49,12 @@ type Config struct {
 	PublicURL string
 	// OriginPatterns are extra allowed WebSocket origins.
 	OriginPatterns []string
+	// TrustedProxies are the reverse proxies (addresses or CIDR prefixes)
+	// whose X-Forwarded-For and X-Forwarded-Proto the hub believes.
+	TrustedProxies []string
+	// MetricsAddr serves /metrics on its own listener (host:port); "" is
+	// off. The public listener never serves metrics.
+	MetricsAddr string
 	// WSQueue bounds each WebSocket client's outgoing queue (default 512).
 	WSQueue int
 	// SteerBurst and SteerRefill rate-limit mentions per sender and agent
@@ -72,6 +78,9 @@ func (c *Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return wh.Errorf(wh.EInvalid, "--http %q: want host:port, for example 127.0.0.1:8080", c.HTTPAddr)
+	}
+	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return err
 	}
 	if c.NATSAddr == "" {
 		c.NATSAddr = DefaultNATSAddr
@@ -110,6 +119,9 @@ type Hub struct {
 	http  *http.Server
 	ln    net.Listener
 	reg   *prometheus.Registry
+
+	metricsLn  net.Listener
+	metricsSrv *http.Server
 
 	mu         sync.Mutex
 	setupToken string
@@ -165,6 +177,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_projection_applied_seq", Help: "Last event applied to this node's read model."},
 		func() float64 { return float64(h.rooms.Log.Applied()) }))
 
+	proxies, _ := ParseTrustedProxies(h.cfg.TrustedProxies)
 	h.web = web.New(web.Config{
 		Rooms:          h.rooms,
 		Agents:         h.link.api(),
@@ -175,6 +188,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		OriginPatterns: h.cfg.OriginPatterns,
 		QueueSize:      h.cfg.WSQueue,
 		Registry:       h.reg,
+		SecureCookies:  httpsPublicURL(h.cfg.PublicURL),
+		TrustedProxies: proxies,
 	})
 	h.rooms.Log.OnFeed(h.web.Publish)
 	if err := h.link.start(ctx, h); err != nil {
@@ -218,6 +233,9 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			h.log.Error("http server stopped", "err", err)
 		}
 	}()
+	if err := h.startOps(); err != nil {
+		return err
+	}
 	h.log.Info("hub ready", "url", h.URL(), "nats", h.NATSURL(), "data", h.cfg.DataDir)
 	return nil
 }
@@ -234,6 +252,7 @@ func (h *Hub) ready() error {
 // Close shuts down in order: HTTP, WebSockets (1001), NATS drain, NATS
 // server, database — under ctx's deadline.
 func (h *Hub) Close(ctx context.Context) error {
+	h.stopOps(ctx)
 	if h.http != nil {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		h.http.Shutdown(sctx)

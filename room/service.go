@@ -31,6 +31,9 @@ type Service struct {
 	now    func() time.Time
 	logger *slog.Logger
 	cache  *caches
+	js     jetstream.JetStream
+	repl   int
+	logins *limiter // set by Start
 }
 
 // Open opens the read model and prepares the log. Call Start to project.
@@ -45,14 +48,21 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches()}
+	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, repl: cfg.Replicas}
 	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas})
 	s.Log.OnFeed(s.cache.onFeed)
 	return s, nil
 }
 
-// Start projects the stream.
-func (s *Service) Start(ctx context.Context) error { return s.Log.Start(ctx) }
+// Start opens the login attempts bucket and projects the stream.
+func (s *Service) Start(ctx context.Context) error {
+	l, err := openLimiter(ctx, s.js, s.repl, s.now, loginForget)
+	if err != nil {
+		return err
+	}
+	s.logins = l
+	return s.Log.Start(ctx)
+}
 
 // Close stops projecting and closes the database.
 func (s *Service) Close() error {

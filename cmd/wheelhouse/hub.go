@@ -15,6 +15,7 @@ import (
 
 type hubFlags struct {
 	data, http, nats, natsURL, publicURL, origins, logLevel string
+	metrics, trustedProxies                                 string
 	replicas                                                int
 	logJSON                                                 bool
 	steerTimeout                                            time.Duration
@@ -31,6 +32,8 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&f.steerTimeout, "steer-timeout", hub.DefaultSteerTimeout, "how long a bridge has to begin acting on a message (its deadline)")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this separate listen `address` host:port (default: off)")
+	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "reverse proxies whose X-Forwarded-For/-Proto count, comma-separated `addresses or CIDRs`")
 }
 
 func (f *hubFlags) config(stderr io.Writer) hub.Config {
@@ -43,6 +46,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 	return hub.Config{
 		DataDir: f.data, HTTPAddr: f.http, NATSAddr: f.nats, NATSURL: f.natsURL,
 		Replicas: f.replicas, PublicURL: f.publicURL, OriginPatterns: origins, SteerTimeout: f.steerTimeout,
+		MetricsAddr: f.metrics, TrustedProxies: strings.Split(f.trustedProxies, ","),
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
 }

@@ -31,6 +31,12 @@ type Options struct {
 	HTTPAddr string
 	// SteerTimeout shortens the wait for a bridge's receipt.
 	SteerTimeout time.Duration
+	// PublicURL, TrustedProxies and MetricsAddr are the hub's settings.
+	PublicURL      string
+	TrustedProxies []string
+	MetricsAddr    string
+	// Now is the hub's clock (default time.Now).
+	Now func() time.Time
 }
 
 // Hub is a running test hub.
@@ -70,7 +76,8 @@ func Start(t testing.TB, o Options) *Hub {
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
-	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout})
+	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout,
+		PublicURL: o.PublicURL, TrustedProxies: o.TrustedProxies, MetricsAddr: o.MetricsAddr, Now: o.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,4 +261,24 @@ func CheckFor(t testing.TB, d time.Duration, what string, check func() error) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Metrics scrapes the hub's metrics listener (start it with
+// Options.MetricsAddr "127.0.0.1:0").
+func (h *Hub) Metrics() string {
+	h.t.Helper()
+	u := h.MetricsURL()
+	if u == "" {
+		h.t.Fatal("the hub serves no metrics: start it with Options.MetricsAddr")
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		h.t.Fatalf("scrape %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		h.t.Fatalf("scrape %s: status %d", u, resp.StatusCode)
+	}
+	return string(b)
 }
