@@ -209,3 +209,21 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// Logging out with a made-up cookie appends nothing: anyone can send one,
+// and it must not grow the log.
+func TestLogoutOfUnknownSessionAppendsNothing(t *testing.T) {
+	h := testhub.Start(t, testhub.Options{})
+	h.Setup("root", "correct horse")
+	before := h.Rooms().Log.Applied()
+	for i := range 5 {
+		c := testhub.NewClient(t, h.URL())
+		r := c.DoWith("DELETE", "/api/v1/sessions", nil, map[string]string{"Cookie": "wh_session=whs_made-up-" + string(rune('a'+i))})
+		if r.Status != 204 {
+			t.Fatalf("status %d: %s", r.Status, r.Raw)
+		}
+	}
+	if after := h.Rooms().Log.Applied(); after != before {
+		t.Fatalf("the log grew from %d to %d", before, after)
+	}
+}

@@ -204,8 +204,18 @@ func (s *Service) CreateToken(ctx context.Context, actor *chat.User, label strin
 // Revoke ends a session or token by its secret (a logout: reason
 // chat.EndLogout). Every hub node forgets it and closes the sockets opened
 // with it as it applies the event.
+// A secret that names no live credential appends nothing: anyone may send
+// a made-up cookie, and it must not grow the log.
 func (s *Service) Revoke(ctx context.Context, secret, reason string) error {
-	_, err := s.append(ctx, chat.EvCredentialRevoked, chat.CredentialRevoked{TokenHash: HashSecret(secret), Reason: reason})
+	hash := HashSecret(secret)
+	c, err := s.CredentialByHash(ctx, hash)
+	if wh.ErrorCode(err) == wh.ENotFound || (err == nil && c.Revoked) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = s.append(ctx, chat.EvCredentialRevoked, chat.CredentialRevoked{TokenHash: hash, Reason: reason})
 	return err
 }
 

@@ -95,9 +95,9 @@ type Credential struct {
 func (s *Store) CredentialByHash(ctx context.Context, hash string) (*Credential, error) {
 	var c Credential
 	var exp sql.NullString
-	err := s.db.stmt(ctx, `SELECT u.id, u.name, u.display, u.is_admin, u.deactivated, c.kind, c.expires_at, c.revoked
+	err := s.db.stmt(ctx, `SELECT u.id, u.name, u.display, u.is_admin, u.deactivated, c.expires_at, c.revoked
 		FROM credentials c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`).QueryRowContext(ctx, hash).
-		Scan(&c.User.ID, &c.User.Name, &c.User.Display, &c.User.Admin, &c.User.Deactivated, &c.Kind, &exp, &c.Revoked)
+		Scan(&c.User.ID, &c.User.Name, &c.User.Display, &c.User.Admin, &c.User.Deactivated, &exp, &c.Revoked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, wh.Errorf(wh.ENotFound, "no such credential")
 	}
