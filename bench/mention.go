@@ -66,7 +66,7 @@ func MentionLatency(ctx context.Context, n int) (Dist, error) {
 	if err != nil {
 		return Dist{}, err
 	}
-	creds, err := bridge.Pair(ctx, e.h.URL(), tok, "bench")
+	creds, err := bridge.Pair(ctx, bridge.PairConfig{Hub: e.h.URL(), Token: tok, Name: "bench"})
 	if err != nil {
 		return Dist{}, err
 	}

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
@@ -129,28 +129,37 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// printf writes one line to the live log.
+// printf writes one line to the live log. Its arguments carry names, turn
+// ids, summaries and errors that came from the hub, teammates or a model, so
+// the line goes through termsafe: no argument can end the line, move the
+// cursor or hide text.
 func (b *Bridge) printf(format string, args ...any) {
+	line := termsafe.Sprintf(format, args...)
 	b.outMu.Lock()
 	defer b.outMu.Unlock()
-	fmt.Fprintf(b.cfg.Out, "%s  %s\n", b.cfg.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	fmt.Fprintf(b.cfg.Out, "%s  %s\n", b.cfg.Now().Format("15:04:05"), line)
+}
+
+// HubConnected reports whether the bridge is connected to the hub right
+// now. A harness whose side channel would otherwise wait for a decision the
+// owner cannot see (the hub is gone) uses it to fall back at once.
+func (g *gate) HubConnected() bool {
+	nc := g.r.b.nc
+	return nc != nil && nc.IsConnected()
 }
 
 // Run connects to the hub, starts the agents and serves until ctx ends.
 func (b *Bridge) Run(ctx context.Context) error {
-	kp, err := nkeys.FromSeed([]byte(b.cfg.Creds.Seed))
-	if err != nil {
-		return wh.Errorf(wh.EInvalid, "the bridge credentials hold a bad key: pair again")
-	}
-	pub, _ := kp.PublicKey()
 	id := b.cfg.Creds.BridgeID
 	connected := make(chan struct{}, 1)
-	b.nc, err = nats.Connect(b.cfg.Creds.NATSURL,
-		nats.Name("wheelhouse-bridge-"+id),
-		nats.Nkey(pub, kp.Sign),
-		nats.CustomInboxPrefix(wire.InboxPrefix(id)),
+	closed := make(chan struct{})
+	var err error
+	b.nc, err = b.cfg.Creds.Dial("wheelhouse-bridge-"+id,
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(500*time.Millisecond),
+		// A refused login (revoked, or the hubs are restarting) is retried
+		// with a growing delay instead of giving up for good.
+		nats.IgnoreAuthErrorAbort(),
+		nats.CustomReconnectDelay(reconnectDelay),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			b.printf("reconnected to the hub")
 			select {
@@ -169,19 +178,17 @@ func (b *Bridge) Run(ctx context.Context) error {
 			}
 			b.printf("lost the hub connection: %v (retrying)", err)
 		}),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			if strings.Contains(strings.ToLower(err.Error()), "authorization") {
-				b.printf("the hub refuses this bridge's key: it was revoked; pair again (wheelhouse bridge pair)")
+			if isAuthError(err) {
+				b.printf("the hub refuses this bridge's key: if it was revoked, pair again (wheelhouse bridge pair)")
 				return
 			}
 			b.log.Warn("NATS error", "err", err)
 		}),
 	)
 	if err != nil {
-		if strings.Contains(strings.ToLower(err.Error()), "authorization") {
-			return wh.Errorf(wh.EUnauthenticated, "the hub refused this bridge's key: it was revoked or never paired; pair again")
-		}
-		return wh.Errorf(wh.EUnavailable, "cannot connect to the hub's NATS at %s: %v", b.cfg.Creds.NATSURL, err)
+		return err
 	}
 	defer b.nc.Close()
 	for kind, h := range map[string]nats.MsgHandler{wire.KindSteer: b.onSteer, wire.KindControl: b.onControl, wire.KindDecision: b.onDecision} {
@@ -228,6 +235,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			b.shutdown()
 			return nil
+		case <-closed:
+			b.shutdown()
+			return wh.Errorf(wh.EUnavailable, "the connection to the hub closed: %v", b.nc.LastError())
 		case <-connected:
 			b.reannounceAsync(ctx)
 		case <-t.C:
@@ -318,7 +328,9 @@ func (b *Bridge) shutdown() {
 	close(b.stop)
 	b.closeAgents()
 	b.heartbeat()
-	b.nc.Flush()
+	if b.nc.IsConnected() { // not while reconnecting: nothing would flush
+		b.nc.FlushTimeout(2 * time.Second)
+	}
 	b.wg.Wait()
 }
 

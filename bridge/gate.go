@@ -130,9 +130,11 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	room := r.turnRoom
 	r.mu.Unlock()
 	inputs := r.turnInputs()
-	steeredBy, tainted := inputs.SteeredBy, inputs.Tainted()
+	// The harness may know of words the bridge did not route (an attached
+	// session's own taint): either makes the call tainted.
+	steeredBy, tainted := inputs.SteeredBy, inputs.Tainted() || ask.Tainted
 	logf := func(format string, args ...any) { r.b.printf("%s: "+format, append([]any{r.handle()}, args...)...) }
-	if inputs.AutoApprovable(ask.Call.Tool, pol.AutoApprove, ask.LeavesSandbox) {
+	if !ask.Tainted && inputs.AutoApprovable(ask.Call.Tool, pol.AutoApprove, ask.LeavesSandbox) {
 		logf("auto-approved %s (owner's setting; every input of the turn is the owner's own words)", ask.Call.Tool)
 		return &grant{hash: hash, log: logf}, nil
 	}

@@ -19,6 +19,9 @@ type TimelineEntry struct {
 	At     time.Time       `json:"at"`
 	Prev   string          `json:"prevHash"`
 	Hash   string          `json:"hash"`
+	// Room is where it happened ("" for the agent itself); not hashed: it
+	// follows from the detail or the turn.
+	Room string `json:"room,omitempty"`
 }
 
 // Timestamp formats times for storage and hashing: fixed width, so SQL

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
@@ -128,20 +126,11 @@ func (l *Link) PairCommand(token string) string {
 // NATSURL is where bridges connect.
 func (l *Link) NATSURL() string { return l.h.NATSURL() }
 
-// disconnectBridge closes a revoked bridge's live NATS connections
-// (embedded server; an external NATS operator revokes the user there). The
-// projection already turned its agents offline and ended their work.
+// disconnectBridge closes a revoked bridge's live NATS connections on
+// every server. The projection already turned its agents offline and ended
+// their work.
 func (l *Link) disconnectBridge(ctx context.Context, bridgeID string) {
-	if b, err := l.rooms.BridgeByID(ctx, bridgeID); err == nil && l.h.ns != nil {
-		cz, err := l.h.ns.Connz(&server.ConnzOptions{Username: true, Limit: 100000})
-		if err == nil {
-			for _, c := range cz.Conns {
-				if strings.Contains(c.AuthorizedUser, b.PublicKey) || c.AuthorizedUser == "bridge-"+bridgeID {
-					l.h.ns.DisconnectClientByID(c.Cid)
-				}
-			}
-		}
-	}
+	l.h.DisconnectBridge(ctx, bridgeID)
 	l.mu.Lock()
 	delete(l.presence, bridgeID)
 	l.mu.Unlock()

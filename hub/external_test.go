@@ -4,46 +4,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
 
-// startNATS runs a separate, real nats-server (JetStream on) on a random
-// port, as an operator would run one next to the hub.
-func startNATS(t *testing.T) *server.Server {
-	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(ns.Shutdown)
-	return ns
-}
-
 func TestExternalNATS(t *testing.T) {
-	ns := startNATS(t)
-	o := testhub.Options{NATSURL: ns.ClientURL()}
+	o := testhub.Options{NATS: testhub.StartNATS(t)}
 	t.Run("Rooms", func(t *testing.T) { testRoomsAndMembership(t, o) })
 	t.Run("Messages", func(t *testing.T) {
-		testMessagesAndPagination(t, testhub.Options{NATSURL: startNATS(t).ClientURL()})
+		testMessagesAndPagination(t, testhub.Options{NATS: testhub.StartNATS(t)})
 	})
 }
 
 // Two hub nodes on one NATS share one log: a browser can post on one and
 // resume its live stream on the other with no gap and no duplicate.
 func TestTwoHubNodes(t *testing.T) {
-	ns := startNATS(t)
-	a := testhub.Start(t, testhub.Options{NATSURL: ns.ClientURL()})
+	ns := testhub.StartNATS(t)
+	a := testhub.Start(t, testhub.Options{NATS: ns})
 	adminA := a.Setup("root", "correct horse")
 	adminA.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "shared"})
 	first := uint64(adminA.Post("shared", "from node A"))
 
-	b := testhub.Start(t, testhub.Options{NATSURL: ns.ClientURL()})
+	b := testhub.Start(t, testhub.Options{NATS: ns})
 	adminB := b.Login("root", "correct horse")
 	sb := adminB.Events(first, false)
 	sb.Ready()

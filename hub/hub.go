@@ -3,18 +3,17 @@ package hub
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
-
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,28 +23,44 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 	"github.com/wheelhouse-dev/wheelhouse/web"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // Defaults for Config.
 const (
-	DefaultHTTPAddr = "127.0.0.1:8080"
-	DefaultNATSAddr = "127.0.0.1:4222"
+	DefaultHTTPAddr    = "127.0.0.1:8080"
+	DefaultNATSAddr    = "127.0.0.1:4222"
+	DefaultBridgeSweep = 30 * time.Second
 )
 
 // Config configures one hub node.
 type Config struct {
 	DataDir  string // SQLite file and (embedded) JetStream store
 	HTTPAddr string // host:port to serve HTTP on (port 0: any free port)
-	// NATSAddr is where the embedded NATS server listens for bridges
-	// (host:port; port 0: any free port). Ignored with NATSURL.
+	// TLSCert and TLSKey (PEM files) make the hub serve HTTPS itself;
+	// without them it serves HTTP (behind a TLS proxy, or on loopback).
+	TLSCert, TLSKey string
+	// NATSAddr is the embedded NATS server's plain listener (host:port;
+	// port 0: any free port). Bridges do not need it: they reach NATS
+	// through the hub's /nats endpoint. Keep it on loopback. Ignored with
+	// NATSURL.
 	NATSAddr string
-	// NATSURL connects to an external NATS (JetStream enabled) instead of
-	// embedding one.
+	// NATSURL connects to an external NATS configured from deploy/nats.conf
+	// (JetStream, the hub as its auth callout) instead of embedding one.
 	NATSURL string
+	// NATSSecrets is the hub-auth.json that `wheelhouse nats-secrets`
+	// wrote; required with NATSURL.
+	NATSSecrets string
+	// NATSWebsocket lists the external NATS servers' websocket listeners
+	// (ws://host:port) that /nats forwards bridges to; required with
+	// NATSURL.
+	NATSWebsocket []string
 	// Replicas for the event stream (3 in a cluster).
 	Replicas int
-	// PublicURL is how people reach this hub (printed, used in pairing
-	// commands); defaults to http://<HTTPAddr>.
+	// PublicURL is how people and bridges reach this hub
+	// (https://chat.example.com): every URL the hub prints and the pairing
+	// command use it. Default: the listen address (this machine's name for
+	// a wildcard address).
 	PublicURL string
 	// OriginPatterns are extra allowed WebSocket origins.
 	OriginPatterns []string
@@ -64,8 +79,12 @@ type Config struct {
 	// SteerTimeout is how long the hub waits for a bridge's receipt before
 	// the steer ends "rejected: timeout" (default DefaultSteerTimeout).
 	SteerTimeout time.Duration
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// BridgeSweep is how often the hub looks for connections of revoked
+	// bridges that were missed and closes them (default
+	// DefaultBridgeSweep).
+	BridgeSweep time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -79,11 +98,25 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return wh.Errorf(wh.EInvalid, "--http %q: want host:port, for example 127.0.0.1:8080", c.HTTPAddr)
 	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return wh.Errorf(wh.EInvalid, "--tls-cert and --tls-key go together: the certificate (chain) and its private key, PEM files")
+	}
+	if err := checkPublicURL(c.PublicURL); err != nil {
+		return wh.Errorf(wh.EInvalid, "%v", err)
+	}
 	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
 		return err
 	}
 	if c.NATSAddr == "" {
 		c.NATSAddr = DefaultNATSAddr
+	}
+	if c.NATSURL != "" {
+		if c.NATSSecrets == "" {
+			return wh.Errorf(wh.EInvalid, "--nats-url needs --nats-secrets: the hub-auth.json written by wheelhouse nats-secrets, whose other half configures the NATS servers (see deploy/nats.conf)")
+		}
+		if _, err := parseWebsocketTargets(c.NATSWebsocket); err != nil {
+			return wh.Errorf(wh.EInvalid, "%v", err)
+		}
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
@@ -97,6 +130,9 @@ func (c *Config) Validate() error {
 	if c.SteerTimeout <= 0 {
 		c.SteerTimeout = DefaultSteerTimeout
 	}
+	if c.BridgeSweep <= 0 {
+		c.BridgeSweep = DefaultBridgeSweep
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -108,17 +144,27 @@ func (c *Config) Validate() error {
 
 // Hub is one running hub node.
 type Hub struct {
-	cfg   Config
-	log   *slog.Logger
-	ns    *server.Server // nil with an external NATS
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	rooms *room.Service
-	web   *web.Server
-	link  *Link
-	http  *http.Server
-	ln    net.Listener
-	reg   *prometheus.Registry
+	cfg Config
+	log *slog.Logger
+	ns  *embeddedNATS // nil with an external NATS
+	nc  *nats.Conn    // the hub's own connection
+	// authnc serves the auth callout; sysnc, in the system account,
+	// disconnects revoked bridges.
+	authnc, sysnc *nats.Conn
+	natsProxy     *natsProxy
+	natsSecrets   NATSSecrets
+	natsAccount   string // the account the hub (and so its bridges) is in
+	hostname      string
+	sweepStop     chan struct{}
+	sweepDone     chan struct{}
+	js            jetstream.JetStream
+	rooms         *room.Service
+	web           *web.Server
+	link          *Link
+	http          *http.Server
+	ln            net.Listener
+	tls           *tls.Config
+	reg           *prometheus.Registry
 
 	metricsLn  net.Listener
 	metricsSrv *http.Server
@@ -149,26 +195,17 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	h.reg = prometheus.NewRegistry()
 	h.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h.link = newLink(h.log, h.reg)
-	if h.cfg.NATSURL != "" {
-		h.nc, err = nats.Connect(h.cfg.NATSURL, nats.Name("wheelhouse-hub"), nats.MaxReconnects(-1))
-		if err != nil {
-			return wh.Wrap(err, "connect to NATS at %s", h.cfg.NATSURL)
-		}
-	} else {
-		pass := randomHex(24)
-		auth := &authenticator{hubUser: "hub", hubPass: pass, lookup: h.link.lookupBridge, log: h.log}
-		h.ns, err = startNATS(h.cfg.NATSAddr, filepath.Join(h.cfg.DataDir, "jetstream"), auth, h.log)
-		if err != nil {
-			return err
-		}
-		h.nc, err = nats.Connect("", nats.InProcessServer(h.ns), nats.UserInfo("hub", pass), nats.Name("wheelhouse-hub"), nats.MaxReconnects(-1))
-		if err != nil {
-			return wh.Wrap(err, "connect to the embedded NATS")
-		}
+	if err := h.connectNATS(); err != nil {
+		return err
 	}
 	h.js, err = jetstream.New(h.nc)
 	if err != nil {
 		return wh.Wrap(err, "JetStream")
+	}
+	if h.ns == nil {
+		if err := h.waitJetStream(ctx); err != nil {
+			return err
+		}
 	}
 	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log})
 	if err != nil {
@@ -195,9 +232,17 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err := h.link.start(ctx, h); err != nil {
 		return err
 	}
-	if err := h.rooms.Start(ctx); err != nil {
+	if err := h.startLog(ctx); err != nil {
 		return err
 	}
+	if err := h.serveCallout(); err != nil {
+		return err
+	}
+	h.sweepStop, h.sweepDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(h.sweepDone)
+		h.sweepBridges(h.cfg.BridgeSweep, h.sweepStop)
+	}()
 	// Wait for the projection to catch up before serving.
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -223,20 +268,43 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		h.setupToken = randomHex(16)
 		h.mu.Unlock()
 	}
+	if h.cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(h.cfg.TLSCert, h.cfg.TLSKey)
+		if err != nil {
+			return wh.Errorf(wh.EInvalid, "--tls-cert/--tls-key: %v", err)
+		}
+		h.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	}
 	h.ln, err = net.Listen("tcp", h.cfg.HTTPAddr)
 	if err != nil {
 		return wh.Wrap(err, "listen on %s", h.cfg.HTTPAddr)
 	}
-	h.http = &http.Server{Handler: h.web.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)}
+	h.hostname, _ = os.Hostname()
+	if h.hostname == "" {
+		h.hostname = "localhost"
+	}
+	if w := h.URLWarning(); w != "" {
+		h.log.Warn(w)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(wire.NATSPath, h.natsProxy)
+	mux.Handle("/", h.web.Handler())
+	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: h.tls, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)}
 	go func() {
-		if err := h.http.Serve(h.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if h.tls != nil {
+			err = h.http.ServeTLS(h.ln, "", "")
+		} else {
+			err = h.http.Serve(h.ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.log.Error("http server stopped", "err", err)
 		}
 	}()
 	if err := h.startOps(); err != nil {
 		return err
 	}
-	h.log.Info("hub ready", "url", h.URL(), "nats", h.NATSURL(), "data", h.cfg.DataDir)
+	h.log.Info("hub ready", "url", h.URL(), "bridges", h.NATSURL(), "data", h.cfg.DataDir)
 	return nil
 }
 
@@ -264,8 +332,17 @@ func (h *Hub) Close(ctx context.Context) error {
 	if h.link != nil {
 		h.link.stop()
 	}
+	if h.sweepStop != nil {
+		close(h.sweepStop)
+		<-h.sweepDone
+	}
 	if h.rooms != nil {
 		h.rooms.Log.Stop()
+	}
+	for _, c := range []*nats.Conn{h.authnc, h.sysnc} {
+		if c != nil {
+			c.Close()
+		}
 	}
 	if h.nc != nil {
 		done := make(chan struct{})
@@ -280,8 +357,8 @@ func (h *Hub) Close(ctx context.Context) error {
 		h.nc.Close()
 	}
 	if h.ns != nil {
-		h.ns.Shutdown()
-		h.ns.WaitForShutdown()
+		h.ns.ns.Shutdown()
+		h.ns.ns.WaitForShutdown()
 	}
 	if h.rooms != nil {
 		return h.rooms.Close()
@@ -289,23 +366,63 @@ func (h *Hub) Close(ctx context.Context) error {
 	return nil
 }
 
-// URL is the hub's HTTP base URL.
+// URL is the hub's base URL for people and bridges: --public-url, or the
+// listen address (this machine's name for a wildcard address).
 func (h *Hub) URL() string {
-	if h.cfg.PublicURL != "" {
-		return h.cfg.PublicURL
+	if h.ln == nil && h.cfg.PublicURL == "" {
+		return ""
 	}
+	var addr net.Addr
+	if h.ln != nil {
+		addr = h.ln.Addr()
+	}
+	return publicURL(h.cfg.PublicURL, addr, h.tls != nil, h.hostname)
+}
+
+// LocalURL is the hub's URL on this machine: the listener's address,
+// loopback for a wildcard (what `wheelhouse up`'s own bridge uses).
+func (h *Hub) LocalURL() string {
 	if h.ln == nil {
 		return ""
 	}
-	return "http://" + h.ln.Addr().String()
+	scheme := "http"
+	if h.tls != nil {
+		scheme = "https"
+	}
+	host, port, _ := net.SplitHostPort(h.ln.Addr().String())
+	if isWildcard(host) {
+		host = "127.0.0.1"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
-// NATSURL is where bridges connect.
-func (h *Hub) NATSURL() string {
-	if h.ns != nil {
-		return h.ns.ClientURL()
+// URLWarning explains what people and bridges on other machines will
+// meet at the printed URL, when it is not what they can use: a wildcard
+// listen address with no --public-url (the hub prints this machine's
+// name), or a plaintext URL that is not loopback (bridges refuse it). ""
+// otherwise.
+func (h *Hub) URLWarning() string {
+	if h.ln == nil {
+		return ""
 	}
-	return h.cfg.NATSURL
+	if h.cfg.PublicURL == "" {
+		if host, _, _ := net.SplitHostPort(h.ln.Addr().String()); isWildcard(host) {
+			return fmt.Sprintf("listening on every interface (%s) without --public-url: printed URLs and pairing commands use this machine's name, %s; set --public-url to the URL teammates use", h.ln.Addr(), h.URL())
+		}
+	}
+	if u, err := wire.ParseHubURL(h.URL()); err == nil && u.Scheme == "http" && !wire.IsLoopbackHost(u.Host) {
+		return fmt.Sprintf("%s is plaintext: bridges on other machines refuse it unless paired with --insecure. Serve HTTPS (--tls-cert/--tls-key), or put a TLS proxy in front and set --public-url https://…", h.URL())
+	}
+	return ""
+}
+
+// NATSURL is where bridges reach NATS: the hub's own /nats endpoint.
+func (h *Hub) NATSURL() string {
+	u, err := wire.NATSURL(h.URL())
+	if err != nil {
+		return ""
+	}
+	return u
 }
 
 // SetupToken is the one-time setup token, "" once setup is done.

@@ -130,17 +130,6 @@ func newLink(log *slog.Logger, reg *prometheus.Registry) *Link {
 		workers: map[string]*bridgeWorker{}, synced: map[string]time.Time{}, hbSlots: map[string]*hbSlot{}, stopCh: make(chan struct{})}
 }
 
-func (l *Link) lookupBridge(publicKey string) (string, bool) {
-	if l.rooms == nil {
-		return "", false
-	}
-	b, err := l.rooms.BridgeByKey(context.Background(), publicKey)
-	if err != nil {
-		return "", false
-	}
-	return b.ID, true
-}
-
 func (l *Link) start(ctx context.Context, h *Hub) error {
 	l.h, l.rooms, l.nc = h, h.rooms, h.nc
 	l.started = time.Now()

@@ -1,99 +1,57 @@
 package hub
 
 import (
-	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nkeys"
-
-	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // natsLogger adapts nats-server's logger interface to slog, once.
 type natsLogger struct{ l *slog.Logger }
 
 func (n natsLogger) Noticef(format string, v ...any) { n.l.Debug(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Warnf(format string, v ...any)   { n.l.Warn(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Fatalf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Errorf(format string, v ...any)  { n.l.Error(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Debugf(format string, v ...any)  { n.l.Debug(fmt.Sprintf(format, v...)) }
-func (n natsLogger) Tracef(format string, v ...any)  {}
+func (n natsLogger) Warnf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	if strings.HasPrefix(msg, "Websocket not configured with TLS") {
+		// By design: TLS ends at the hub's own listener, and the websocket
+		// listener is on loopback.
+		n.l.Debug(msg)
+		return
+	}
+	n.l.Warn(msg)
+}
+func (n natsLogger) Fatalf(format string, v ...any) { n.l.Error(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Errorf(format string, v ...any) { n.l.Error(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Debugf(format string, v ...any) { n.l.Debug(fmt.Sprintf(format, v...)) }
+func (n natsLogger) Tracef(format string, v ...any) {}
 
-// bridgeLookup resolves a bridge's public nkey to its id, if it is paired
-// and not revoked.
-type bridgeLookup func(publicKey string) (bridgeID string, ok bool)
+// Accounts of the embedded server, as in deploy/nats.conf, except that the
+// hub and its bridges live in the global account (where earlier versions
+// created the event stream) rather than WHEELHOUSE.
+const (
+	natsAuthAccount = "AUTH"
+	natsSysAccount  = "SYS"
+)
 
-// authenticator is the embedded server's custom authentication: the hub's
-// own connection by password, bridges by nkey signature, each bridge limited
-// to its own subjects.
-type authenticator struct {
-	hubUser, hubPass string
-	lookup           bridgeLookup
-	log              *slog.Logger
+// embeddedNATS is the hub's own NATS server and the keys of its three
+// in-process users.
+type embeddedNATS struct {
+	ns             *server.Server
+	secrets        NATSSecrets
+	websocketURL   string // ws://127.0.0.1:<port>, what /nats forwards to
+	clientListener string // host:port of the plain NATS listener
 }
 
-func (a *authenticator) Check(c server.ClientAuthentication) bool {
-	if c.Kind() != server.CLIENT {
-		return false
-	}
-	opts := c.GetOpts()
-	if opts.Username != "" {
-		if opts.Username == a.hubUser && opts.Password == a.hubPass {
-			c.RegisterUser(&server.User{Username: a.hubUser})
-			return true
-		}
-		return false
-	}
-	if opts.Nkey == "" || opts.Sig == "" {
-		return false
-	}
-	kp, err := nkeys.FromPublicKey(opts.Nkey)
-	if err != nil {
-		return false
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(opts.Sig)
-	if err != nil {
-		sig, err = base64.StdEncoding.DecodeString(opts.Sig)
-		if err != nil {
-			return false
-		}
-	}
-	if err := kp.Verify(c.GetNonce(), sig); err != nil {
-		return false
-	}
-	id, ok := a.lookup(opts.Nkey)
-	if !ok {
-		a.log.Warn("refused a bridge connection: unknown or revoked key", "key", opts.Nkey)
-		return false
-	}
-	c.RegisterUser(&server.User{Username: "bridge-" + id, Permissions: BridgePermissions(id)})
-	return true
-}
-
-// BridgePermissions is what one bridge may do on NATS: publish only its own
-// hub-bound subjects (and replies to requests it received), subscribe only
-// to its own bridge-bound subjects and inbox.
-func BridgePermissions(bridgeID string) *server.Permissions {
-	return &server.Permissions{
-		Publish: &server.SubjectPermission{Allow: []string{
-			"wh.hub." + bridgeID + ".>",
-		}},
-		Subscribe: &server.SubjectPermission{Allow: []string{
-			"wh.bridge." + bridgeID + ".>",
-			wire.InboxPrefix(bridgeID) + ".>",
-		}},
-		Response: &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
-	}
-}
-
-// startNATS starts the embedded server. listen is host:port ("" or port -1
-// picks a free loopback port).
-func startNATS(listen, storeDir string, auth *authenticator, log *slog.Logger) (*server.Server, error) {
+// startNATS starts the embedded server: JetStream, the hub as its auth
+// callout (the same mechanism as on a cluster), a plain listener on listen
+// ("" or port 0 picks a free loopback port) and a websocket listener on a
+// free loopback port for the hub's /nats endpoint.
+func startNATS(listen, storeDir string, log *slog.Logger) (*embeddedNATS, error) {
 	host, port := "127.0.0.1", -1
 	if listen != "" {
 		h, p, err := net.SplitHostPort(listen)
@@ -110,17 +68,37 @@ func startNATS(listen, storeDir string, auth *authenticator, log *slog.Logger) (
 			port = -1
 		}
 	}
+	sec, err := newNATSSecrets()
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS keys: %w", err)
+	}
+	k, _ := sec.keys()
+	authAcc, sysAcc := server.NewAccount(natsAuthAccount), server.NewAccount(natsSysAccount)
 	opts := &server.Options{
-		ServerName:                 "wheelhouse-hub",
-		Host:                       host,
-		Port:                       port,
-		JetStream:                  true,
-		StoreDir:                   storeDir,
-		NoSigs:                     true,
-		AlwaysEnableNonce:          true,
-		CustomClientAuthentication: auth,
-		MaxPayload:                 1 << 20,
-		DisableJetStreamBanner:     true,
+		ServerName:             "wheelhouse-hub",
+		Host:                   host,
+		Port:                   port,
+		JetStream:              true,
+		StoreDir:               storeDir,
+		NoSigs:                 true,
+		MaxPayload:             1 << 20,
+		DisableJetStreamBanner: true,
+		// Bridges sign the server's nonce with their key.
+		AlwaysEnableNonce: true,
+		Accounts:          []*server.Account{authAcc, sysAcc},
+		SystemAccount:     natsSysAccount,
+		Nkeys: []*server.NkeyUser{
+			{Nkey: pubKey(k.callout), Account: authAcc},
+			{Nkey: pubKey(k.hub)}, // the global account
+			{Nkey: pubKey(k.sys), Account: sysAcc},
+		},
+		AuthTimeout: 2,
+		AuthCallout: &server.AuthCallout{
+			Issuer:    pubKey(k.issuer),
+			Account:   natsAuthAccount,
+			AuthUsers: []string{pubKey(k.callout), pubKey(k.hub), pubKey(k.sys)},
+		},
+		Websocket: server.WebsocketOpts{Host: "127.0.0.1", Port: -1, NoTLS: true},
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -132,5 +110,17 @@ func startNATS(listen, storeDir string, auth *authenticator, log *slog.Logger) (
 		ns.Shutdown()
 		return nil, fmt.Errorf("embedded NATS did not become ready on %s:%d", host, port)
 	}
-	return ns, nil
+	// With accounts configured the server enables JetStream for none of
+	// them; the event stream lives in the global account.
+	if err := ns.GlobalAccount().EnableJetStream(map[string]server.JetStreamAccountLimits{
+		"": {MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1},
+	}, nil); err != nil {
+		ns.Shutdown()
+		return nil, fmt.Errorf("embedded NATS: enable JetStream: %w", err)
+	}
+	e := &embeddedNATS{ns: ns, secrets: sec, websocketURL: ns.WebsocketURL()}
+	if a := ns.Addr(); a != nil {
+		e.clientListener = a.String()
+	}
+	return e, nil
 }

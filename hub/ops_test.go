@@ -1,7 +1,6 @@
 package hub_test
 
 import (
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,25 +10,19 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
 
-// freeAddr returns a loopback address the OS just had free (for a hub
-// whose public URL must name its own port).
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+func setCookies(t *testing.T, base, name, password string, hd map[string]string) []*http.Cookie {
+	t.Helper()
+	return setCookiesWith(t, http.DefaultClient, base, name, password, hd)
 }
 
-func setCookies(t *testing.T, base, name, password string, hd map[string]string) []*http.Cookie {
+func setCookiesWith(t *testing.T, hc *http.Client, base, name, password string, hd map[string]string) []*http.Cookie {
 	t.Helper()
 	req, _ := http.NewRequest("POST", base+"/api/v1/sessions", strings.NewReader(`{"name":"`+name+`","password":"`+password+`"}`))
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range hd {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,15 +37,28 @@ func setCookies(t *testing.T, base, name, password string, hd map[string]string)
 // https, or a trusted proxy says the browser came over TLS.
 func TestSessionCookieSecure(t *testing.T) {
 	t.Run("HTTPSPublicURL", func(t *testing.T) {
-		addr := freeAddr(t)
-		h := testhub.Start(t, testhub.Options{HTTPAddr: addr, PublicURL: "https://" + addr})
-		base := "http://" + addr // the TLS proxy's view
+		h := testhub.Start(t, testhub.Options{PublicURL: "https://chat.example.com"})
+		base := h.LocalURL() // what the TLS proxy in front reaches
 		c := testhub.NewClient(t, base)
 		c.Must(201, "POST", "/api/v1/setup", map[string]string{"token": h.SetupToken(), "name": "root", "password": "correct horse"})
 		cs := setCookies(t, base, "root", "correct horse", nil)
 		if len(cs) != 1 || cs[0].Name != "__Host-wh_session" || !cs[0].Secure || !cs[0].HttpOnly || cs[0].Path != "/" {
 			t.Fatalf("cookies %+v", cs)
 		}
+	})
+	t.Run("OverTLS", func(t *testing.T) {
+		h := testhub.Start(t, testhub.Options{TLS: testhub.NewCA(t)})
+		admin := h.Setup("root", "correct horse") // the jar keeps the Secure cookie over https
+		admin.Must(200, "GET", "/api/v1/me", nil)
+		cs := setCookiesWith(t, admin.HTTP, h.URL(), "root", "correct horse", nil)
+		if len(cs) != 1 || cs[0].Name != "__Host-wh_session" || !cs[0].Secure {
+			t.Fatalf("cookies %+v", cs)
+		}
+		// A socket opened over TLS ends like any other.
+		s := admin.Events(0, false)
+		s.Ready()
+		admin.Must(204, "DELETE", "/api/v1/sessions", nil)
+		testhub.WaitFor(t, time.Second, "the socket to close", func() bool { return s.Closed() != nil })
 	})
 	t.Run("TrustedProxy", func(t *testing.T) {
 		h := testhub.Start(t, testhub.Options{TrustedProxies: []string{"127.0.0.1"}})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
 
@@ -215,12 +216,42 @@ func TestDeactivationStopsBridges(t *testing.T) {
 	})
 	testhub.WaitFor(t, 10*time.Second, "the bridge to be disconnected", func() bool { return strings.Contains(br.Out(), "lost the hub connection") })
 	_, err := br.Creds.Connect()
-	if err == nil || !(strings.Contains(strings.ToLower(err.Error()), "authorization") || strings.Contains(err.Error(), "EOF")) {
+	if err == nil || !strings.Contains(err.Error(), "refused this bridge's key") {
 		t.Fatalf("a deactivated user's bridge connected: %v", err)
 	}
 	// Reactivation does not bring the bridge back: it is paired anew.
 	root.Must(200, "PATCH", "/api/v1/users/alice", map[string]any{"active": true})
 	if _, err := br.Creds.Connect(); err == nil {
 		t.Fatal("a reactivated user's old bridge connected")
+	}
+}
+
+// Between a deactivation and the bridge revocations that follow it, the
+// owner's bridges already count as revoked: refused at connect.
+func TestDeactivatedOwnersBridgeRefusedBeforeItsRevocation(t *testing.T) {
+	h := testhub.Start(t, testhub.Options{})
+	root := h.Setup("root", "correct horse")
+	alice := h.AddUser(root, "alice")
+	creds := h.Pair(alice, "laptop")
+	nc, err := creds.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	// Only the deactivation, as if the hub stopped right after it.
+	ev, err := chat.NewEvent(chat.EvUserDeactivated, time.Now(), chat.UserChange{User: "alice", By: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Rooms().Log.Append(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := creds.Connect(); err == nil || !strings.Contains(err.Error(), "refused this bridge's key") {
+		t.Fatalf("a deactivated owner's bridge connected: %v", err)
+	}
+	for _, b := range testhub.AsList(root.Must(200, "GET", "/api/v1/users", nil).Body["users"]) {
+		if b["name"] == "alice" && b["deactivated"] != true {
+			t.Fatalf("alice: %v", b)
+		}
 	}
 }

@@ -60,11 +60,11 @@ func stillOpen(t *testing.T, s *testhub.Stream, poster *testhub.Client, room, wh
 // with those credentials within a second, on the node that made the change
 // and on another node, and leave every other socket alone.
 func TestSessionsEndOnEveryNode(t *testing.T) {
-	ns := startNATS(t)
-	a := testhub.Start(t, testhub.Options{NATSURL: ns.ClientURL()})
+	ns := testhub.StartNATS(t)
+	a := testhub.Start(t, testhub.Options{NATS: ns})
 	admin := a.Setup("root", "correct horse")
 	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "lobby"})
-	b := testhub.Start(t, testhub.Options{NATSURL: ns.ClientURL()})
+	b := testhub.Start(t, testhub.Options{NATS: ns})
 
 	user := func(name string) *testhub.Client {
 		c := a.AddUser(admin, name)

@@ -38,9 +38,9 @@ func wantStatus(t *testing.T, r testhub.Response, want int, what string) {
 // Login throttling is keyed on the normalized name and the client's
 // address, delays rather than locks, and is shared by every hub node.
 func TestLoginThrottle(t *testing.T) {
-	ns := startNATS(t)
+	ns := testhub.StartNATS(t)
 	now := frozen()
-	opts := testhub.Options{NATSURL: ns.ClientURL(), TrustedProxies: []string{"127.0.0.1"}, Now: now}
+	opts := testhub.Options{NATS: ns, TrustedProxies: []string{"127.0.0.1"}, Now: now}
 	a := testhub.Start(t, opts)
 	admin := a.Setup("root", "correct horse")
 	for _, n := range []string{"u1", "u2", "u3", "u4", "victim"} {

@@ -17,6 +17,14 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/hub"
 )
 
+// Files `wheelhouse up` keeps in its data directory besides the hub's: the
+// local bridge's credentials and, when the standard control socket is
+// taken, its control socket. The owner's commands look there too.
+const (
+	CredentialsFile = "bridge.json"
+	SocketFile      = "bridge.sock"
+)
+
 // Config configures `wheelhouse up`.
 type Config struct {
 	Hub   hub.Config
@@ -24,6 +32,10 @@ type Config struct {
 	Out   io.Writer // the bridge's live log
 	// DemoStep paces the demo agent (default: its own, a few seconds a turn).
 	DemoStep string
+	// ControlSocket is where the local bridge listens for `wheelhouse
+	// approvals/approve/deny`. Default: the standard socket those commands
+	// use, or DataDir/bridge.sock if another bridge is running there.
+	ControlSocket string
 }
 
 // Running is what Up started.
@@ -32,8 +44,13 @@ type Running struct {
 	Admin        string
 	Password     string // set only on the run that created the admin
 	PasswordFile string
-	cancel       context.CancelFunc
-	bridgeDone   chan error
+	// ControlSocket is where the local bridge listens for the owner's
+	// commands; DefaultSocket says whether it is the one they use by
+	// default.
+	ControlSocket string
+	DefaultSocket bool
+	cancel        context.CancelFunc
+	bridgeDone    chan error
 }
 
 // Close stops the bridge, then the hub.
@@ -94,10 +111,17 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 	}
 
 	// The local bridge keeps its key beside the data, so restarts reuse it.
-	credsPath := filepath.Join(cfg.Hub.DataDir, "bridge.json")
+	credsPath := filepath.Join(cfg.Hub.DataDir, CredentialsFile)
+	hubURL := h.LocalURL()
+	var ca []byte
+	if cfg.Hub.TLSCert != "" {
+		// Trust the hub's own certificate (it must name the loopback address).
+		if ca, err = os.ReadFile(cfg.Hub.TLSCert); err != nil {
+			return fail(wh.Wrap(err, "read %s", cfg.Hub.TLSCert))
+		}
+	}
 	creds, err := bridge.LoadCredentials(credsPath)
 	if err == nil {
-		creds.NATSURL, creds.Hub = h.NATSURL(), h.URL() // ports may change between runs
 		if _, err := rooms.BridgeByKey(ctx, publicKey(creds)); err != nil {
 			creds = nil
 		}
@@ -107,13 +131,28 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 		if err != nil {
 			return fail(err)
 		}
-		if creds, err = bridge.Pair(ctx, h.URL(), tok, "local"); err != nil {
+		if creds, err = bridge.Pair(ctx, bridge.PairConfig{Hub: hubURL, Token: tok, Name: "local", CA: ca}); err != nil {
 			return fail(err)
 		}
-		creds.NATSURL = h.NATSURL()
-		if err := creds.Save(credsPath); err != nil {
-			return fail(err)
+	}
+	// The port may differ from the last run; the owner's commands read
+	// this file too.
+	creds.Hub, creds.CA = hubURL, string(ca)
+	if err := creds.Save(credsPath); err != nil {
+		return fail(err)
+	}
+	if creds, err = bridge.LoadCredentials(credsPath); err != nil {
+		return fail(err)
+	}
+	r.ControlSocket = cfg.ControlSocket
+	if r.ControlSocket == "" {
+		r.ControlSocket, r.DefaultSocket = bridge.DefaultControlSocket(), true
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		if _, err := bridge.Control(cctx, r.ControlSocket, bridge.ControlRequest{Op: "list"}); err == nil {
+			// Another bridge answers there: keep out of its way.
+			r.ControlSocket, r.DefaultSocket = filepath.Join(cfg.Hub.DataDir, SocketFile), false
 		}
+		cancel()
 	}
 	demo := bridge.AgentConfig{Name: "demo", Harness: "demo", Options: map[string]string{},
 		PolicyFile: bridge.PolicyConfig{Address: "members", ApprovalTimeout: "10m"}}
@@ -121,7 +160,7 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 		demo.Options["step"] = cfg.DemoStep
 	}
 	b, err := bridge.New(bridge.Config{Creds: creds, Agents: []bridge.AgentConfig{demo}, Harnesses: harnesses.All(), Out: cfg.Out,
-		ControlSocket: filepath.Join(cfg.Hub.DataDir, "bridge.sock"), Logger: cfg.Hub.Logger, JournalDir: filepath.Join(cfg.Hub.DataDir, "journal")})
+		ControlSocket: r.ControlSocket, Logger: cfg.Hub.Logger, JournalDir: filepath.Join(cfg.Hub.DataDir, "journal")})
 	if err != nil {
 		return fail(err)
 	}

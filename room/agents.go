@@ -3,16 +3,17 @@ package room
 import (
 	"context"
 
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 )
 
-// Agents lists every agent, with the policy shown to its owner only.
+// Agents lists every agent as the viewer may see it (see show).
 func (s *Service) Agents(ctx context.Context, viewer *chat.User) ([]*chat.Agent, error) {
 	as, err := s.AllAgents(ctx)
-	for _, a := range as {
-		show(a, viewer)
+	if err != nil {
+		return nil, err
 	}
-	return as, err
+	return as, s.showAll(ctx, viewer, as)
 }
 
 // RoomAgents lists the agents in a room the viewer is a member of.
@@ -22,16 +23,48 @@ func (s *Service) RoomAgents(ctx context.Context, viewer *chat.User, roomName st
 		return nil, err
 	}
 	as, err := s.AgentsInRoom(ctx, r.ID)
-	for _, a := range as {
-		show(a, viewer)
+	if err != nil {
+		return nil, err
 	}
-	return as, err
+	return as, s.showAll(ctx, viewer, as)
 }
 
-// show reveals the policy to the agent's owner only.
-func show(a *chat.Agent, viewer *chat.User) {
-	if viewer != nil && viewer.Name == a.Owner {
+func (s *Service) showAll(ctx context.Context, viewer *chat.User, as []*chat.Agent) error {
+	member, err := s.memberOf(ctx, viewer)
+	if err != nil {
+		return err
+	}
+	public, err := s.PublicRooms(ctx, viewer)
+	if err != nil {
+		return err
+	}
+	open := make(map[string]bool, len(public))
+	for _, r := range public {
+		open[r.Name] = true
+	}
+	for _, a := range as {
+		show(a, viewer, member, open)
+	}
+	return nil
+}
+
+// show trims an agent to what the viewer may see: the policy is the
+// owner's alone; the room list shows public rooms and the private ones the
+// viewer is in; the running turn's details show only to members of the
+// room it runs in.
+func show(a *chat.Agent, viewer *chat.User, member, public map[string]bool) {
+	if authz.MaySeePolicy(viewer.Name, a.Owner).Allow {
 		p := a.Effective
 		a.Policy = &p
+	}
+	rooms := []string{}
+	for _, r := range a.Rooms {
+		if authz.MaySeeAgentRoom(authz.RoomListCheck{Viewer: viewer.Name, Owner: a.Owner, Private: !public[r], ViewerMember: member[r]}).Allow {
+			rooms = append(rooms, r)
+		}
+	}
+	a.Rooms = rooms
+	if a.TurnID != "" && !authz.MaySeeActivity(authz.ActivityCheck{Viewer: viewer.Name, Owner: a.Owner, Room: a.TurnRoom, ViewerMember: member[a.TurnRoom]}).Allow {
+		a.TurnID, a.TurnRoom, a.SteeredBy = "", "", []string{}
 	}
 }

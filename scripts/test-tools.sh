@@ -31,6 +31,15 @@ npm_pkg() { # dir package version
 npm_pkg codex @openai/codex "$CODEX_VERSION"
 npm_pkg claude @anthropic-ai/claude-code "$CLAUDE_VERSION"
 
+# nats-server for the cluster tests and scripts/local-cluster.sh: built from the
+# nats-server module go.mod already pins (no download beyond the module cache).
+NATS_VERSION=$(cd "$(dirname "$0")/.." && go list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2)
+nats_bin="$CACHE/nats-server-$NATS_VERSION/nats-server"
+if [ ! -x "$nats_bin" ]; then
+  log "building nats-server $NATS_VERSION into $(dirname "$nats_bin")"
+  (cd "$(dirname "$0")/.." && go build -o "$nats_bin" github.com/nats-io/nats-server/v2)
+fi
+
 codex_bin=$(find "$CACHE/codex/node_modules/@openai" -type f -path '*/bin/codex' 2>/dev/null | head -n1)
 claude_bin="$CACHE/claude/node_modules/.bin/claude"
 [ -x "$codex_bin" ] || { log "codex binary not found under $CACHE/codex"; exit 1; }
@@ -39,3 +48,4 @@ claude_bin="$CACHE/claude/node_modules/.bin/claude"
 echo "export WHEELHOUSE_TEST_CODEX='$codex_bin'"
 echo "export WHEELHOUSE_TEST_CLAUDE='$claude_bin'"
 echo "export WHEELHOUSE_TEST_CHROMIUM='$(command -v chromium)'"
+echo "export WHEELHOUSE_TEST_NATS_SERVER='$nats_bin'"

@@ -218,7 +218,10 @@ func applyAgentStatus(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 	return append(feed, items...), err
 }
 
-// agentStatusFeedTx tells the agent's audience its current state.
+// agentStatusFeedTx tells the agent's audience its current state: the
+// running turn's details (room, senders) go to the owner and the members
+// of the room it runs in; everyone else in the agent's rooms hears only
+// the status (authz.MaySeeActivity).
 func agentStatusFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, handle string, at time.Time) ([]chat.FeedItem, error) {
 	a, err := agentByHandleTx(ctx, tx, handle)
 	if err != nil {
@@ -228,14 +231,47 @@ func agentStatusFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, handle strin
 	if err != nil {
 		return nil, err
 	}
-	idx := nextIdx(ctx)
-	b, err := feedBody(idx, map[string]any{"id": seq, "type": "agent.status", "at": at, "data": map[string]any{
-		"handle": a.Handle, "status": a.Status, "turnId": a.TurnID, "turnRoom": a.TurnRoom, "steeredBy": a.SteeredBy, "harness": a.Harness, "canSteer": a.CanSteer}})
-	if err != nil {
-		return nil, err
+	inTurn := map[int64]bool{a.OwnerID: true}
+	if a.TurnRoom != "" {
+		if rid, err := roomIDTx(ctx, tx, a.TurnRoom); err == nil {
+			ms, err := roomMembersTx(ctx, tx, rid)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range ms {
+				inTurn[m] = true
+			}
+		}
 	}
-	// Not stored in the feed: clients reload agents on (re)connect.
-	return []chat.FeedItem{{Seq: seq, Idx: idx, Kind: "agent.status", Recipients: ids, Body: b}}, nil
+	var full, outside []int64
+	for _, id := range ids {
+		if inTurn[id] {
+			full = append(full, id)
+		} else {
+			outside = append(outside, id)
+		}
+	}
+	var feed []chat.FeedItem
+	for _, part := range []struct {
+		to     []int64
+		detail bool
+	}{{full, true}, {outside, false}} {
+		if len(part.to) == 0 {
+			continue
+		}
+		data := map[string]any{"handle": a.Handle, "status": a.Status, "harness": a.Harness, "canSteer": a.CanSteer, "turnId": "", "turnRoom": "", "steeredBy": []string{}}
+		if part.detail {
+			data["turnId"], data["turnRoom"], data["steeredBy"] = a.TurnID, a.TurnRoom, a.SteeredBy
+		}
+		idx := nextIdx(ctx)
+		b, err := feedBody(idx, map[string]any{"id": seq, "type": "agent.status", "at": at, "data": data})
+		if err != nil {
+			return nil, err
+		}
+		// Not stored in the feed: clients reload agents on (re)connect.
+		feed = append(feed, chat.FeedItem{Seq: seq, Idx: idx, Kind: "agent.status", Recipients: part.to, Body: b})
+	}
+	return feed, nil
 }
 
 // applyAgentRoomChange adds (owner's consent) or removes an agent from a

@@ -28,14 +28,38 @@ func timelineTx(ctx context.Context, tx *sql.Tx, seq uint64, agentID int64, kind
 	}
 	e := chat.TimelineEntry{Seq: seq, Idx: idx, Kind: kind, TurnID: turnID, Actor: actor, Detail: d, At: at.UTC()}
 	hash := authz.ChainHash(prev, chat.EntryBody(e))
-	_, err = tx.ExecContext(ctx, `INSERT INTO timeline (seq, idx, agent_id, kind, turn_id, actor, body, at, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		seq, idx, agentID, kind, turnID, actor, string(d), ts(at), prev, hash)
+	room, err := entryRoomTx(ctx, tx, agentID, turnID, d)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO timeline (seq, idx, agent_id, kind, turn_id, actor, body, at, prev_hash, hash, room) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		seq, idx, agentID, kind, turnID, actor, string(d), ts(at), prev, hash, room)
 	return err
+}
+
+// entryRoomTx is the room where a timeline entry happened: the one its
+// detail names, else its turn's; "" for what concerns the agent itself.
+func entryRoomTx(ctx context.Context, tx *sql.Tx, agentID int64, turnID string, detail []byte) (string, error) {
+	var d struct {
+		Room string `json:"room"`
+	}
+	if json.Unmarshal(detail, &d) == nil && d.Room != "" {
+		return d.Room, nil
+	}
+	if turnID == "" {
+		return "", nil
+	}
+	var room string
+	err := tx.QueryRowContext(ctx, `SELECT room FROM turns WHERE agent_id = ? AND turn_id = ?`, agentID, turnID).Scan(&room)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return room, err
 }
 
 // TimelineOf returns an agent's audited events in order (optionally of one turn).
 func (s *Store) TimelineOf(ctx context.Context, agentID int64, turnID string) ([]chat.TimelineEntry, error) {
-	q := `SELECT seq, idx, kind, turn_id, actor, body, at, prev_hash, hash FROM timeline WHERE agent_id = ?`
+	q := `SELECT seq, idx, kind, turn_id, actor, body, at, prev_hash, hash, room FROM timeline WHERE agent_id = ?`
 	args := []any{agentID}
 	if turnID != "" {
 		q += ` AND turn_id = ?`
@@ -50,7 +74,7 @@ func (s *Store) TimelineOf(ctx context.Context, agentID int64, turnID string) ([
 	for rows.Next() {
 		var e chat.TimelineEntry
 		var body, at string
-		if err := rows.Scan(&e.Seq, &e.Idx, &e.Kind, &e.TurnID, &e.Actor, &body, &at, &e.Prev, &e.Hash); err != nil {
+		if err := rows.Scan(&e.Seq, &e.Idx, &e.Kind, &e.TurnID, &e.Actor, &body, &at, &e.Prev, &e.Hash, &e.Room); err != nil {
 			return nil, wh.Wrap(err, "read timeline")
 		}
 		e.Detail = json.RawMessage(body)

@@ -126,11 +126,16 @@ func (s *Server) postInterrupt(w http.ResponseWriter, r *http.Request, u *chat.U
 }
 
 func (s *Server) getTimeline(w http.ResponseWriter, r *http.Request, u *chat.User) error {
-	es, err := s.rooms.Timeline(r.Context(), u, handleOf(r), r.URL.Query().Get("turn"))
+	v, err := s.rooms.Timeline(r.Context(), u, handleOf(r), r.URL.Query().Get("turn"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent": handleOf(r), "entries": es, "firstBad": chat.VerifyTimeline(es)})
+	firstBad := v.FirstBad
+	if !v.Owner && !v.ChainIntact {
+		firstBad = 0 // broken somewhere the viewer may not see
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agent": handleOf(r), "entries": v.Entries, "firstBad": firstBad,
+		"chainIntact": v.ChainIntact, "complete": v.Owner})
 	return nil
 }
 

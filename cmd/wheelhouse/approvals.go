@@ -11,28 +11,34 @@ import (
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 )
 
-func controlFlags(name, usage string, stderr io.Writer) (*flag.FlagSet, *string) {
-	fs := newFlags(name, usage, stderr)
-	sock := fs.String("socket", bridge.DefaultControlSocket(), "the running bridge's control socket")
+func controlFlags(name, usage string, help io.Writer) (*flag.FlagSet, *string) {
+	fs := newFlags(name, usage, help)
+	sock := fs.String("socket", "", "the running bridge's control socket `path` (default: "+bridge.DefaultControlSocket()+", or the one wheelhouse up uses)")
 	return fs, sock
 }
 
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, sock := controlFlags("approvals", "approvals [--socket PATH] [--json]", stderr)
+	fs, sock := controlFlags("approvals", "approvals [--socket PATH] [--json]", stdout)
 	js := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rep, err := bridge.Control(cctx, *sock, bridge.ControlRequest{Op: "list"})
+	rep, err := control(cctx, *sock, bridge.ControlRequest{Op: "list"})
 	if err != nil {
 		return err
 	}
 	if *js {
-		return json.NewEncoder(stdout).Encode(rep.Approvals)
+		b, err := json.Marshal(rep.Approvals)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(termsafe.JSON(b), '\n'))
+		return err
 	}
 	if len(rep.Approvals) == 0 {
 		fmt.Fprintln(stdout, "No approval requests are waiting.")
@@ -40,34 +46,39 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tAGENT\tTOOL\tSUMMARY\tSTEERED BY\tEXPIRES")
+	// Everything below came from the bridge, and before it from the model
+	// and the hub: each value is printed through termsafe (cell).
 	for _, a := range rep.Approvals {
 		steered := "@" + strings.Join(a.SteeredBy, ", @")
 		if a.Tainted {
 			steered += " (tainted)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Agent, a.Tool, oneLine(a.Summary, 60), steered, a.Expires.Local().Format("15:04:05"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(a.ID), cell(a.Agent), cell(a.Tool), oneLine(a.Summary, 60), cell(steered), a.Expires.Local().Format("15:04:05"))
 	}
 	tw.Flush()
 	for _, a := range rep.Approvals {
-		fmt.Fprintf(stdout, "\n%s  hash %s\n  payload %s\n  approve: wheelhouse approve %s --hash %s\n", a.ID, a.PayloadHash, a.Payload, a.ID, a.PayloadHash)
+		fmt.Fprintf(stdout, "\n%s  hash %s\n  payload %s\n  approve: wheelhouse approve %s --hash %s\n",
+			cell(a.ID), cell(a.PayloadHash), termsafe.Line(a.Payload), cell(a.ID), cell(a.PayloadHash))
 	}
 	return nil
 }
 
+// oneLine is s as one safe table cell of at most n runes: newlines and
+// tabs read as spaces, every other control character shows escaped.
 func oneLine(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
+	return termsafe.LineN(strings.NewReplacer("\n", " ", "\t", " ").Replace(s), n)
 }
+
+// cell is a short value from the network as one safe table cell: tabs and
+// newlines are shown escaped, so they cannot shift columns or add rows.
+func cell(s string) string { return termsafe.LineN(s, 200) }
 
 func decideLocally(ctx context.Context, decision string, args []string, stdout, stderr io.Writer) error {
 	usage := "approve ID --hash HEX [--socket PATH]"
 	if decision == "deny" {
 		usage = "deny ID [--socket PATH]"
 	}
-	fs, sock := controlFlags(decision, usage, stderr)
+	fs, sock := controlFlags(decision, usage, stdout)
 	hash := fs.String("hash", "", "the payload hash shown with the request (wheelhouse approvals)")
 	// Accept the id before or after the flags.
 	var id string
@@ -88,10 +99,10 @@ func decideLocally(ctx context.Context, decision string, args []string, stdout, 
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := bridge.Control(cctx, *sock, bridge.ControlRequest{Op: "decide", ID: id, Decision: decision, Hash: *hash}); err != nil {
+	if _, err := control(cctx, *sock, bridge.ControlRequest{Op: "decide", ID: id, Decision: decision, Hash: *hash}); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s %s.\n", map[string]string{"approve": "Approved", "deny": "Denied"}[decision], id)
+	fmt.Fprintf(stdout, "%s %s.\n", map[string]string{"approve": "Approved", "deny": "Denied"}[decision], cell(id))
 	return nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -10,7 +11,7 @@ import (
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "bench [--posts N] [--concurrency N] [--subscribers 1,100,1000] [--mentions N] [--hook CMD]", stderr)
+	fs := newFlags("bench", "bench [--posts N] [--concurrency N] [--subscribers 1,100,1000] [--mentions N] [--hook CMD]", stdout)
 	var o bench.Options
 	fs.IntVar(&o.Posts, "posts", 5000, "messages for the throughput run")
 	fs.IntVar(&o.Concurrency, "concurrency", 32, "concurrent HTTP posters")
@@ -20,6 +21,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.ModelCalls, "model-calls", 2000, "model calls for the openai harness's overhead run")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"posts", o.Posts}, {"concurrency", o.Concurrency}, {"mentions", o.Mentions}} {
+		if n.v < 1 {
+			return usageError{fmt.Sprintf("--%s must be 1 or more", n.name)}
+		}
 	}
 	for _, s := range strings.Split(*subs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,17 +17,23 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/bridge/claude"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/codex"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/harnesses"
+	"github.com/wheelhouse-dev/wheelhouse/bridge/openai"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 )
+
+// defaultBridgeConfig is where `bridge run` and doctor look for the config.
+const defaultBridgeConfig = "wheelhouse-bridge.toml"
 
 // runDoctor checks this machine's bridge: credentials, the hub, NATS, the
 // config's agents and, for attached Claude Code projects, the hook wiring.
+// It knows `wheelhouse up`, whose bridge needs no config file.
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("doctor", "doctor [--config FILE] [--project DIR]", stderr)
-	cfgPath := fs.String("config", "wheelhouse-bridge.toml", "the bridge config to check")
-	credsPath := fs.String("credentials", bridge.DefaultCredentialsPath(), "the bridge credentials")
-	project := fs.String("project", "", "also check the Claude Code hook wiring of this project")
-	sock := fs.String("socket", bridge.DefaultControlSocket(), "the bridge's control socket")
-	if err := parse(fs, args); err != nil {
+	fset := newFlags("doctor", "doctor [--config FILE] [--project DIR]", stdout)
+	cfgPath := fset.String("config", "", "the bridge config `file` to check (default: "+defaultBridgeConfig+")")
+	credsFlag := fset.String("credentials", "", "the bridge credentials `file` (default: "+bridge.DefaultCredentialsPath()+", or wheelhouse up's)")
+	project := fset.String("project", "", "also check the Claude Code hook wiring of this project `dir`")
+	sock := fset.String("socket", "", "the bridge's control socket `path` (default: the standard one, or wheelhouse up's)")
+	if err := parse(fset, args); err != nil {
 		return err
 	}
 	problems := 0
@@ -34,25 +43,26 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			mark = "FAIL"
 			problems++
 		}
-		fmt.Fprintf(stdout, "%s %s", mark, what)
+		// Details quote the hub, settings files from the project and the
+		// hook's records: all printed through termsafe.
+		fmt.Fprintf(stdout, "%s %s", mark, termsafe.Line(what))
 		if detail != "" {
-			fmt.Fprintf(stdout, ": %s", detail)
+			fmt.Fprintf(stdout, ": %s", termsafe.Line(detail))
 		}
 		fmt.Fprintln(stdout)
 	}
-	creds, err := bridge.LoadCredentials(*credsPath)
-	report(err == nil, "credentials", errText(err, *credsPath))
+	info := func(format string, a ...any) { fmt.Fprintf(stdout, "info "+format+"\n", a...) }
+
+	credsPath, fromUp := credentialsPath(*credsFlag)
+	creds, err := bridge.LoadCredentials(credsPath)
+	detail := credsPath
+	if fromUp {
+		detail += " (wheelhouse up's local bridge)"
+	}
+	report(err == nil, "credentials", errText(err, detail))
 	if creds != nil {
-		hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		req, _ := http.NewRequestWithContext(hctx, "GET", creds.Hub+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		cancel()
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				err = fmt.Errorf("%s/readyz answered %s", creds.Hub, resp.Status)
-			}
-		}
+		report(true, "hub identity", creds.String())
+		err := checkReady(ctx, creds)
 		report(err == nil, "hub "+creds.Hub, errText(err, "ready"))
 		nc, err := creds.Connect()
 		if err == nil {
@@ -60,49 +70,46 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		report(err == nil, "NATS "+creds.NATSURL, errText(err, "this bridge's key is accepted"))
 	}
-	var attached []string
-	if cfg, err := bridge.LoadConfig(*cfgPath); err != nil {
-		report(false, "config "+*cfgPath, err.Error())
-	} else {
-		report(true, "config "+*cfgPath, fmt.Sprintf("%d agent(s)", len(cfg.Agents)))
+
+	var attached []claude.DoctorOptions
+	path := *cfgPath
+	if path == "" {
+		path = defaultBridgeConfig
+	}
+	_, statErr := os.Stat(path)
+	switch cfg, err := bridge.LoadConfig(path); {
+	case err != nil && fromUp && *cfgPath == "" && errors.Is(statErr, fs.ErrNotExist):
+		info("no %s: wheelhouse up runs its demo agent without one", path)
+	case err != nil:
+		report(false, "config "+path, err.Error())
+	default:
+		report(true, "config "+path, fmt.Sprintf("%d agent(s)", len(cfg.Agents)))
 		known := harnesses.All()
 		for _, a := range cfg.Agents {
-			_, ok := known[a.Harness]
-			detail := a.Harness
-			switch a.Harness {
-			case "codex", "claude", "claude-attach":
-				bin := a.Binary
-				if bin == "" {
-					bin = map[string]string{"codex": "codex", "claude": "claude", "claude-attach": "claude"}[a.Harness]
-				}
-				if p, err := exec.LookPath(bin); err != nil {
-					ok, detail = false, fmt.Sprintf("%s: %s not found (set binary = \"...\")", a.Harness, bin)
-				} else {
-					detail = a.Harness + " " + p
-				}
-			}
-			if a.Harness == "claude-attach" {
-				attached = append(attached, a.Dir)
-			}
-			if _, exists := known[a.Harness]; !exists {
-				ok, detail = false, "unknown harness "+a.Harness
+			ok, detail := checkAgent(a, known)
+			if a.Harness == "claude-attach" && a.Dir != "" {
+				attached = append(attached, claude.DoctorOptions{Project: a.Dir, StateDir: a.Options["state_dir"]})
 			}
 			report(ok, "agent "+a.Name, detail)
+			if a.Harness == "claude" {
+				fmt.Fprint(stdout, indent(termsafe.Text(claude.LaunchedSettings(a))))
+			}
 			checkGating(stdout, report, a, known, agentDirs(cfg.Agents))
 		}
 	}
 	if *project != "" {
-		attached = append(attached, *project)
+		attached = append(attached, claude.DoctorOptions{Project: *project})
 	}
-	for _, dir := range attached {
-		r := claude.Doctor(dir)
-		report(r.OK(), "claude hook in "+dir, "")
-		fmt.Fprint(stdout, indent(r.String()))
+	for _, o := range attached {
+		r := claude.DoctorWith(o)
+		report(r.OK(), "claude hook in "+o.Project, "")
+		fmt.Fprint(stdout, indent(termsafe.Text(r.String())))
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	_, err = bridge.Control(cctx, *sock, bridge.ControlRequest{Op: "list"})
+	socket := controlSocket(*sock)
+	_, err = bridge.Control(cctx, socket, bridge.ControlRequest{Op: "list"})
 	cancel()
-	fmt.Fprintf(stdout, "info bridge process: %s\n", map[bool]string{true: "running (" + *sock + ")", false: "not running"}[err == nil])
+	info("bridge process: %s", map[bool]string{true: "running (" + socket + ")", false: "not running"}[err == nil])
 	if problems > 0 {
 		return fmt.Errorf("%d problem(s) found", problems)
 	}
@@ -110,9 +117,67 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// checkAgent checks what an agent needs on this machine: a known harness,
+// its folder, and the binary a launched harness runs. An attached Claude
+// Code agent runs no binary: the owner's own session calls the hook.
+func checkAgent(a bridge.AgentConfig, known map[string]bridge.Factory) (bool, string) {
+	if _, ok := known[a.Harness]; !ok {
+		return false, "unknown harness " + a.Harness
+	}
+	if a.Dir != "" {
+		if fi, err := os.Stat(a.Dir); err != nil || !fi.IsDir() {
+			return false, fmt.Sprintf("%s: dir %s is not a folder on this machine", a.Harness, a.Dir)
+		}
+	} else if a.Harness == "claude-attach" {
+		return false, "claude-attach: set dir to the project Claude Code runs in"
+	}
+	switch a.Harness {
+	case "codex", "claude":
+		bin := a.Binary
+		if bin == "" {
+			bin = a.Harness
+		}
+		p, err := exec.LookPath(bin)
+		if err != nil {
+			return false, fmt.Sprintf("%s: %s not found (install it, or set binary = \"...\")", a.Harness, bin)
+		}
+		return true, a.Harness + " " + p
+	case "claude-attach":
+		return true, "claude-attach (the owner's Claude Code session calls the hook; no binary needed here)"
+	case "openai":
+		detail, err := openai.Check(context.Background(), a)
+		if err != nil {
+			return false, "openai: " + err.Error()
+		}
+		return true, "openai " + detail
+	}
+	return true, a.Harness
+}
+
+// checkReady asks the hub's /readyz with the credentials' trust.
+func checkReady(ctx context.Context, creds *bridge.Credentials) error {
+	client, err := creds.HTTPClient(5 * time.Second)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", creds.Hub+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return creds.ReachError(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s/readyz answered %s", creds.Hub, resp.Status)
+	}
+	return nil
+}
+
 func errText(err error, ok string) string {
 	if err != nil {
-		return err.Error()
+		return userMessage(err)
 	}
 	return ok
 }

@@ -42,7 +42,7 @@ func TestDurability(t *testing.T) {
 	admin := testhub.NewClient(t, url)
 	admin.Must(201, "POST", "/api/v1/setup", map[string]string{"token": tok, "name": "root", "password": "correct horse"})
 	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "durable"})
-	const n = 200
+	const n = 230 // more than a page (200): paging from after=0 must see them all
 	acked := map[int64]string{}
 	for i := 0; i < n; i++ {
 		text := fmt.Sprintf("message %d", i)

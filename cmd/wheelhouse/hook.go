@@ -14,18 +14,29 @@ import (
 // runHook is `wheelhouse hook claude`: Claude Code runs it on every tool
 // call, so it does the least it can and always exits 0 (fail open).
 func runHook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	const usage = `Usage: wheelhouse hook claude                  Claude Code's hook entry point: reads the hook's JSON on stdin
+       wheelhouse hook claude --install [--project DIR] [--command CMD]
+                                              wire it into a project (shows the change first)
+`
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
 	if len(args) == 0 || args[0] != "claude" {
-		return usageError{"usage: wheelhouse hook claude [--install [--project DIR]]"}
+		return usageError{"name the harness: wheelhouse hook claude (see wheelhouse hook --help)"}
 	}
 	rest := args[1:]
 	if len(rest) == 0 {
-		code := claude.RunHook(ctx, os.Stdin, stdout, os.Environ(), hookStateDir())
+		if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return usageError{"this is Claude Code's hook entry point: Claude Code runs it with the hook's JSON on stdin. To wire it into a project: wheelhouse hook claude --install --project DIR"}
+		}
+		code := claude.RunHook(ctx, os.Stdin, stdout, os.Environ(), "")
 		if code != 0 {
 			os.Exit(code)
 		}
 		return nil
 	}
-	fs := newFlags("hook claude", "hook claude --install [--project DIR] [--command CMD]", stderr)
+	fs := newFlags("hook claude", "hook claude --install [--project DIR] [--command CMD]", stdout)
 	install := fs.Bool("install", false, "wire this hook into <project>/.claude/settings.local.json (shows the change first; never touches settings.json)")
 	project := fs.String("project", ".", "the project folder Claude Code runs in")
 	command := fs.String("command", defaultHookCommand(), "the command Claude Code should run")
@@ -54,14 +65,6 @@ func defaultHookCommand() string {
 		return shellQuote(fast) + " claude"
 	}
 	return shellQuote(self) + " hook claude"
-}
-
-func hookStateDir() string {
-	d, err := os.UserConfigDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "wheelhouse")
 }
 
 func shellQuote(s string) string {

@@ -14,54 +14,67 @@ import (
 )
 
 type hubFlags struct {
-	data, http, nats, natsURL, publicURL, origins, logLevel string
-	metrics, trustedProxies                                 string
-	replicas                                                int
-	logJSON                                                 bool
-	steerTimeout                                            time.Duration
+	data, http, tlsCert, tlsKey, publicURL, origins, logLevel string
+	nats, natsURL, natsSecrets, natsWebsocket                 string
+	metrics, trustedProxies                                   string
+	replicas                                                  int
+	logJSON                                                   bool
+	steerTimeout                                              time.Duration
 }
 
 func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
-	fs.StringVar(&f.data, "data", defaultData, "data directory (SQLite database and JetStream store)")
-	fs.StringVar(&f.http, "http", defaultHTTP, "HTTP listen address host:port")
-	fs.StringVar(&f.nats, "nats", hub.DefaultNATSAddr, "embedded NATS listen address for bridges (host:port)")
-	fs.StringVar(&f.natsURL, "nats-url", "", "use an external NATS server (JetStream enabled) instead of the embedded one")
+	fs.StringVar(&f.data, "data", defaultData, "data `directory` (SQLite database and JetStream store)")
+	fs.StringVar(&f.http, "http", defaultHTTP, "HTTP(S) listen `address` host:port: the one port people and bridges use")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (chain), a PEM `file`; with --tls-key")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "the certificate's private key, a PEM `file`")
+	fs.StringVar(&f.publicURL, "public-url", "", "the `URL` people and bridges reach this hub at, e.g. https://chat.example.com (default: from --http)")
+	fs.StringVar(&f.nats, "nats", hub.DefaultNATSAddr, "the embedded NATS server's plain listener `address` host:port; bridges do not need it: keep it on loopback")
+	fs.StringVar(&f.natsURL, "nats-url", "", "use an external NATS cluster configured from deploy/nats.conf instead of the embedded server (`URLs`, comma-separated)")
+	fs.StringVar(&f.natsSecrets, "nats-secrets", "", "with --nats-url: the hub-auth.json `file` written by wheelhouse nats-secrets")
+	fs.StringVar(&f.natsWebsocket, "nats-websocket", "", "with --nats-url: the NATS servers' websocket listeners that /nats forwards bridges to (ws://host:port `URLs`, comma-separated)")
 	fs.IntVar(&f.replicas, "replicas", 1, "event stream replicas (3 on a NATS cluster)")
-	fs.StringVar(&f.publicURL, "public-url", "", "URL people use to reach this hub (default http://<http addr>)")
-	fs.StringVar(&f.origins, "origins", "", "extra allowed WebSocket origins, comma-separated host patterns")
+	fs.StringVar(&f.origins, "origins", "", "extra allowed WebSocket origins, comma-separated host `patterns`")
 	fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	enumVar(fs, &f.logLevel, "log-level", "info", logLevels, "log `level`")
 	fs.DurationVar(&f.steerTimeout, "steer-timeout", hub.DefaultSteerTimeout, "how long a bridge has to begin acting on a message (its deadline)")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this separate listen `address` host:port (default: off)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "reverse proxies whose X-Forwarded-For/-Proto count, comma-separated `addresses or CIDRs`")
 }
 
-func (f *hubFlags) config(stderr io.Writer) hub.Config {
-	var origins []string
-	for _, o := range strings.Split(f.origins, ",") {
+func splitList(s string) []string {
+	var out []string
+	for _, o := range strings.Split(s, ",") {
 		if o = strings.TrimSpace(o); o != "" {
-			origins = append(origins, o)
+			out = append(out, o)
 		}
 	}
+	return out
+}
+
+func (f *hubFlags) config(stderr io.Writer) hub.Config {
 	return hub.Config{
-		DataDir: f.data, HTTPAddr: f.http, NATSAddr: f.nats, NATSURL: f.natsURL,
-		Replicas: f.replicas, PublicURL: f.publicURL, OriginPatterns: origins, SteerTimeout: f.steerTimeout,
-		MetricsAddr: f.metrics, TrustedProxies: strings.Split(f.trustedProxies, ","),
+		DataDir: f.data, HTTPAddr: f.http, TLSCert: f.tlsCert, TLSKey: f.tlsKey, PublicURL: f.publicURL,
+		NATSAddr: f.nats, NATSURL: f.natsURL, NATSSecrets: f.natsSecrets, NATSWebsocket: splitList(f.natsWebsocket),
+		Replicas: f.replicas, OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
+		MetricsAddr: f.metrics, TrustedProxies: splitList(f.trustedProxies),
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
 }
 
-func hubFlagSet(stderr io.Writer) (*flag.FlagSet, *hubFlags) {
-	fs := newFlags("hub", "hub --data DIR [--http ADDR] [--nats ADDR | --nats-url URL] [--replicas N]", stderr)
+func hubFlagSet(help io.Writer) (*flag.FlagSet, *hubFlags) {
+	fs := newFlags("hub", "hub --data DIR [--http ADDR] [--tls-cert FILE --tls-key FILE] [--public-url URL] [--nats ADDR | --nats-url URLS --nats-secrets FILE --nats-websocket URLS] [--replicas N]", help)
 	var f hubFlags
 	f.register(fs, "", hub.DefaultHTTPAddr)
 	return fs, &f
 }
 
 func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, f := hubFlagSet(stderr)
+	fs, f := hubFlagSet(stdout)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if f.data == "" {
+		return usageError{"--data is required: the folder that holds the hub's database and event log"}
 	}
 	h, err := hub.New(f.config(stderr))
 	if err != nil {
@@ -70,7 +83,10 @@ func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := h.Open(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Wheelhouse hub at %s (bridges connect to %s)\n", h.URL(), h.NATSURL())
+	fmt.Fprintf(stdout, "Wheelhouse hub at %s (bridges connect through %s)\n", h.URL(), h.NATSURL())
+	if w := h.URLWarning(); w != "" {
+		fmt.Fprintf(stdout, "Note: %s\n", w)
+	}
 	if tok := h.SetupToken(); tok != "" {
 		fmt.Fprintf(stdout, "First start: create the admin at %s with setup token %s\n", h.URL(), tok)
 		fmt.Fprintf(stdout, "  or: curl -X POST %s/api/v1/setup -H 'Content-Type: application/json' -d '{\"token\":\"%s\",\"name\":\"admin\",\"password\":\"...\"}'\n", h.URL(), tok)
@@ -80,6 +96,29 @@ func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return h.Close(cctx)
+}
+
+// runNATSSecrets writes the secrets a NATS cluster and its hubs share.
+func runNATSSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("nats-secrets", "nats-secrets DIR", stdout)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{"name the folder to write the secrets to: wheelhouse nats-secrets DIR"}
+	}
+	dir := fs.Arg(0)
+	created, err := hub.GenerateNATSSecrets(dir)
+	if err != nil {
+		return err
+	}
+	if !created {
+		fmt.Fprintf(stdout, "Kept the secrets already in %s.\n", dir)
+		return nil
+	}
+	fmt.Fprintf(stdout, "Wrote %s (for the NATS servers: deploy/nats.conf includes it as secrets/%s)\nand %s (for the hubs: --nats-secrets), both 0600.\n",
+		filepath.Join(dir, hub.NATSAuthFile), hub.NATSAuthFile, filepath.Join(dir, hub.HubAuthFile))
+	return nil
 }
 
 // defaultDataDir is where `wheelhouse up` keeps its state.

@@ -16,12 +16,13 @@ import (
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 )
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("inspect", "inspect @owner/agent [--turn ID] [--json] [--verify [--journal FILE]] [--hub URL] [--token TOKEN]", stderr)
-	hubURL := fs.String("hub", "", "the hub's URL (default: the one this machine's bridge paired with)")
-	token := fs.String("token", "", "an API token (POST /api/v1/tokens)")
+	fs := newFlags("inspect", "inspect @owner/agent [--turn ID] [--json] [--verify [--journal FILE]] [--hub URL] [--token TOKEN]", stdout)
+	hubURL := fs.String("hub", "", "the hub's `URL` (default: the one this machine's bridge paired with)")
+	token := fs.String("token", "", "an API `token`: create one in the browser (your menu, API tokens) or with POST /api/v1/tokens")
 	turn := fs.String("turn", "", "only this turn")
 	js := fs.Bool("json", false, "print JSON")
 	verify := fs.Bool("verify", false, "check the timeline's hash chain, and check it against this machine's bridge journal of the agent")
@@ -40,13 +41,20 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !ok {
 		return usageError{"name the agent: wheelhouse inspect @owner/agent"}
 	}
-	if *hubURL == "" {
-		if c, err := bridge.LoadCredentials(bridge.DefaultCredentialsPath()); err == nil {
+	client := &http.Client{Timeout: 30 * time.Second}
+	credsPath, _ := credentialsPath("")
+	if c, err := bridge.LoadCredentials(credsPath); err == nil {
+		if *hubURL == "" {
 			*hubURL = c.Hub
+		}
+		if strings.TrimRight(*hubURL, "/") == c.Hub { // trust the hub as pairing did
+			if client, err = c.HTTPClient(30 * time.Second); err != nil {
+				return err
+			}
 		}
 	}
 	if *hubURL == "" || *token == "" {
-		return usageError{"inspect needs --hub URL and --token TOKEN (or WHEELHOUSE_HUB and WHEELHOUSE_TOKEN); create a token with POST /api/v1/tokens"}
+		return usageError{"inspect needs --hub URL and --token TOKEN (or WHEELHOUSE_HUB and WHEELHOUSE_TOKEN); create a token in the browser (your menu, API tokens)"}
 	}
 	u := strings.TrimRight(*hubURL, "/") + "/api/v1/agents/" + url.PathEscape(owner) + "/" + url.PathEscape(name) + "/timeline"
 	if *turn != "" {
@@ -54,7 +62,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
 	req.Header.Set("Authorization", "Bearer "+*token)
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return wh.Errorf(wh.EUnavailable, "cannot reach the hub at %s: %v", *hubURL, err)
 	}
@@ -67,7 +75,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return wh.Errorf(wh.EUnavailable, "the hub's answer was not readable: %v", err)
 	}
 	if resp.StatusCode != 200 {
-		return wh.Errorf(wh.EInvalid, "the hub said: %s", body.Error.Message)
+		return wh.Errorf(wh.EInvalid, "the hub said: %s", termsafe.Line(body.Error.Message))
 	}
 	if *verify {
 		if *turn != "" {
@@ -76,9 +84,12 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return verifyTimeline(stdout, owner, name, body.Entries, *journal)
 	}
 	if *js {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(body.Entries)
+		b, err := json.MarshalIndent(body.Entries, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(termsafe.JSON(b), '\n'))
+		return err
 	}
 	if len(body.Entries) == 0 {
 		fmt.Fprintf(stdout, "@%s/%s has no timeline entries yet.\n", owner, name)
@@ -87,7 +98,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tSEQ\tEVENT\tTURN\tBY\tDETAIL")
 	for _, e := range body.Entries {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.At.Local().Format("2006-01-02 15:04:05"), e.Seq, e.Kind, e.TurnID, at(e.Actor), oneLine(string(e.Detail), 80))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.At.Local().Format("2006-01-02 15:04:05"), e.Seq, cell(e.Kind), cell(e.TurnID), cell(at(e.Actor)), oneLine(string(e.Detail), 80))
 	}
 	return tw.Flush()
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 )
 
 // Version is set at build time (-ldflags "-X main.Version=...").
@@ -35,6 +36,7 @@ func commands() []command {
 		{"inspect", "print an agent's persisted timeline: wheelhouse inspect @owner/agent", runInspect},
 		{"hook", "agent harness hook entry points (wheelhouse hook claude)", runHook},
 		{"doctor", "check config, connectivity and hook wiring", runDoctor},
+		{"nats-secrets", "generate the secrets a NATS cluster and its hubs share: wheelhouse nats-secrets DIR", runNATSSecrets},
 		{"bench", "run the performance suite", runBench},
 		{"version", "print the version", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "wheelhouse %s\n", Version)
@@ -46,7 +48,7 @@ func commands() []command {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "Wheelhouse puts coding agents into team chat rooms, with owner consent, receipts and owner-only approvals.\n\nUsage: wheelhouse <command> [flags]\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'wheelhouse <command> --help' for a command's flags. Flags may also be set as WHEELHOUSE_<FLAG> environment variables.\n")
 }
@@ -71,7 +73,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if err == nil || errors.Is(err, flag.ErrHelp) {
 				return 0
 			}
-			fmt.Fprintf(stderr, "wheelhouse %s: %s\n", c.name, userMessage(err))
+			name := c.name
+			var ne namedError
+			if errors.As(err, &ne) {
+				name = ne.name
+			}
+			// Error messages can carry the hub's or a bridge's words.
+			fmt.Fprintf(stderr, "wheelhouse %s: %s\n", name, termsafe.Text(userMessage(err)))
 			var ue usageError
 			if errors.As(err, &ue) {
 				return 2
@@ -79,14 +87,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	fmt.Fprintf(stderr, "wheelhouse: unknown command %q\n\n", args[0])
-	usage(stderr)
+	fmt.Fprintf(stderr, "wheelhouse: unknown command %q (wheelhouse --help lists them)\n", args[0])
 	return 2
 }
 
+// usageError is a mistake in the command line: exit status 2.
 type usageError struct{ msg string }
 
 func (u usageError) Error() string { return u.msg }
+
+// namedError names the subcommand an error came from (wheelhouse bridge
+// pair: …).
+type namedError struct {
+	name string
+	err  error
+}
+
+func (n namedError) Error() string { return n.err.Error() }
+func (n namedError) Unwrap() error { return n.err }
 
 func userMessage(err error) string {
 	var e *wh.Error

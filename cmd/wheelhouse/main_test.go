@@ -130,3 +130,58 @@ func TestHubFlagsFromEnvironment(t *testing.T) {
 		t.Fatalf("flag must beat the environment: %q %v", f.http, err)
 	}
 }
+
+// Every command answers --help with exit 0; a mistake in the command line
+// is reported once, with exit 2; enum flags refuse unknown values.
+func TestCommandLine(t *testing.T) {
+	for _, args := range [][]string{{"hook", "--help"}, {"hook", "claude", "--help"}, {"bridge", "--help"},
+		{"bridge", "pair", "--help"}, {"bridge", "run", "--help"}, {"bridge", "invitations", "--help"}, {"bridge", "accept", "--help"}} {
+		if out, code := runCmd(t, args...); code != 0 || !strings.Contains(out, "Usage: wheelhouse") {
+			t.Errorf("%v: exit %d\n%s", args, code, out)
+		}
+	}
+	for _, c := range commands() {
+		if out, code := runCmd(t, c.name, "--help"); code != 0 {
+			t.Errorf("%s --help: exit %d\n%s", c.name, code, out)
+		}
+	}
+	t.Run("EnvironmentHintNamesOwnFlag", func(t *testing.T) {
+		out, _ := runCmd(t, "approve", "--help")
+		if strings.Contains(out, "WHEELHOUSE_HTTP") || !strings.Contains(out, "--hash as WHEELHOUSE_HASH") || !strings.Contains(out, "  --socket path") {
+			t.Fatalf("approve --help:\n%s", out)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"UnknownFlag", []string{"hub", "--nats-port", "1"}, "flag provided but not defined: -nats-port"},
+		{"HubNeedsData", []string{"hub"}, "--data is required"},
+		{"LogLevel", []string{"hub", "--data", "x", "--log-level", "loud"}, `"loud" is not one of debug, info, warn, error`},
+		{"BridgeLogLevel", []string{"bridge", "run", "--log-level", "verbose"}, `"verbose" is not one of`},
+		{"BenchPosts", []string{"bench", "--posts", "-1"}, "--posts must be 1 or more"},
+		{"UnknownBridgeCommand", []string{"bridge", "fly"}, `unknown bridge command "fly"`},
+		{"HookWithoutHarness", []string{"hook"}, "name the harness"},
+		{"NATSSecretsWithoutDir", []string{"nats-secrets"}, "name the folder"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := runCmd(t, tc.args...)
+			if code != 2 || strings.Count(out, tc.want) != 1 || strings.Contains(out, "Usage:") {
+				t.Fatalf("exit %d, want 2 and %q once:\n%s", code, tc.want, out)
+			}
+		})
+	}
+	t.Run("LogLevelFromEnvironment", func(t *testing.T) {
+		t.Setenv("WHEELHOUSE_LOG_LEVEL", "chatty")
+		if out, code := runCmd(t, "hub", "--data", "x"); code != 2 || !strings.Contains(out, `WHEELHOUSE_LOG_LEVEL="chatty"`) {
+			t.Fatalf("%d %s", code, out)
+		}
+	})
+	t.Run("ErrorsNameTheSubcommand", func(t *testing.T) {
+		out, code := runCmd(t, "bridge", "pair", "--hub", "https://127.0.0.1:1", "--token", "x", "--ca", "/nonexistent")
+		if code != 1 || !strings.HasPrefix(out, "wheelhouse bridge pair: --ca:") {
+			t.Fatalf("%d %s", code, out)
+		}
+	})
+}

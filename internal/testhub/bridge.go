@@ -46,7 +46,7 @@ func (s *syncBuffer) String() string {
 func (h *Hub) Pair(owner *Client, name string) *bridge.Credentials {
 	h.t.Helper()
 	r := owner.Must(201, "POST", "/api/v1/bridges/pairing-tokens", nil)
-	creds, err := bridge.Pair(context.Background(), h.URL(), r.Body["token"].(string), name)
+	creds, err := bridge.Pair(context.Background(), bridge.PairConfig{Hub: h.URL(), Token: r.Body["token"].(string), Name: name, CA: h.CA})
 	if err != nil {
 		h.t.Fatalf("pair: %v", err)
 	}

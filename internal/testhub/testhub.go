@@ -23,7 +23,7 @@ import (
 // Options tweak a test hub.
 type Options struct {
 	DataDir string // reuse a data dir (restart tests)
-	NATSURL string // external NATS
+	NATS    *NATS  // an external NATS (StartNATS) instead of the embedded one
 	Logger  *slog.Logger
 	WSQueue int
 	// HTTPAddr fixes the listen address (restart tests reuse the port a
@@ -31,6 +31,11 @@ type Options struct {
 	HTTPAddr string
 	// SteerTimeout shortens the wait for a bridge's receipt.
 	SteerTimeout time.Duration
+	// BridgeSweep shortens the hub's sweep for missed revocations.
+	BridgeSweep time.Duration
+	// TLS makes the hub serve HTTPS with a certificate from this CA (for
+	// 127.0.0.1 and localhost); clients and bridges trust the CA.
+	TLS *CA
 	// PublicURL, TrustedProxies and MetricsAddr are the hub's settings.
 	PublicURL      string
 	TrustedProxies []string
@@ -43,7 +48,12 @@ type Options struct {
 type Hub struct {
 	*hub.Hub
 	DataDir string
-	t       testing.TB
+	CA      []byte // the CA's PEM with Options.TLS
+	// SPKIHash identifies the hub's certificate with Options.TLS (for
+	// Chromium's --ignore-certificate-errors-spki-list).
+	SPKIHash string
+	tls      *CA
+	t        testing.TB
 }
 
 // Logger returns a logger that writes to the test log at warn level, or
@@ -76,8 +86,17 @@ func Start(t testing.TB, o Options) *Hub {
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
-	h, err := hub.New(hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", NATSURL: o.NATSURL, Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout,
-		PublicURL: o.PublicURL, TrustedProxies: o.TrustedProxies, MetricsAddr: o.MetricsAddr, Now: o.Now})
+	cfg := hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout, BridgeSweep: o.BridgeSweep,
+		PublicURL: o.PublicURL, TrustedProxies: o.TrustedProxies, MetricsAddr: o.MetricsAddr, Now: o.Now}
+	if o.NATS != nil {
+		cfg.NATSURL, cfg.NATSSecrets, cfg.NATSWebsocket = o.NATS.URL, o.NATS.Secrets, []string{o.NATS.Websocket}
+	}
+	var leaf Leaf
+	if o.TLS != nil {
+		leaf = o.TLS.Leaf(t, "127.0.0.1", "localhost")
+		cfg.TLSCert, cfg.TLSKey = leaf.CertFile, leaf.KeyFile
+	}
+	h, err := hub.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +105,10 @@ func Start(t testing.TB, o Options) *Hub {
 	if err := h.Open(ctx); err != nil {
 		t.Fatalf("open hub: %v", err)
 	}
-	th := &Hub{Hub: h, DataDir: o.DataDir, t: t}
+	th := &Hub{Hub: h, DataDir: o.DataDir, t: t, tls: o.TLS, SPKIHash: leaf.SPKIHash}
+	if o.TLS != nil {
+		th.CA = o.TLS.PEM
+	}
 	t.Cleanup(func() { th.Stop() })
 	return th
 }
@@ -201,10 +223,19 @@ func (c *Client) Must(want int, method, path string, body any) Response {
 	return r
 }
 
+// NewClient returns a client for this hub (trusting its CA with TLS).
+func (h *Hub) NewClient() *Client {
+	c := NewClient(h.t, h.URL())
+	if h.tls != nil {
+		c.HTTP.Transport = h.tls.Transport()
+	}
+	return c
+}
+
 // Setup creates the admin on a fresh hub and returns a logged-in client.
 func (h *Hub) Setup(name, password string) *Client {
 	h.t.Helper()
-	c := NewClient(h.t, h.URL())
+	c := h.NewClient()
 	c.Must(201, "POST", "/api/v1/setup", map[string]string{"token": h.SetupToken(), "name": name, "password": password})
 	c.Name = name
 	return c
@@ -213,7 +244,7 @@ func (h *Hub) Setup(name, password string) *Client {
 // Login logs a user in and returns their client.
 func (h *Hub) Login(name, password string) *Client {
 	h.t.Helper()
-	c := NewClient(h.t, h.URL())
+	c := h.NewClient()
 	c.Must(201, "POST", "/api/v1/sessions", map[string]string{"name": name, "password": password})
 	c.Name = name
 	return c

@@ -28,7 +28,11 @@ func (p *page) waitReceipt(t testing.TB, msg, agent string, statuses ...string) 
 		list += js(s)
 	}
 	list += "]"
-	p.waitJS(t, fmt.Sprintf("a receipt of @%s in %v", agent, statuses), fmt.Sprintf(`%s.includes(%s)`, list, receiptJS(msg, agent)))
+	// A receipt that went on to its turn's outcome still says how it
+	// reached the agent (data-via).
+	via := fmt.Sprintf(`(((m) => m && m.querySelector(%s)?.dataset.via) (%s) || '')`,
+		js(fmt.Sprintf(`.receipts .receipt[data-agent=%q]`, agent)), msg)
+	p.waitJS(t, fmt.Sprintf("a receipt of @%s in %v", agent, statuses), fmt.Sprintf(`%s.includes(%s) || %s.includes(%s)`, list, receiptJS(msg, agent), list, via))
 }
 
 // waitIdle waits until the agent panel shows the demo agent idle, and
@@ -58,6 +62,9 @@ func (s *suite) mentionReceipt(t *testing.T) {
 	}
 	b.waitIdle(t)
 	b.waitReceipt(t, msg, demo, "started", "steered")
+	// The sender reads the outcome in words, not a turn id.
+	b.waitJS(t, "the receipt to say done", fmt.Sprintf(`(((m) => m && m.querySelector(%s)?.textContent) (%s) || '') === 'done'`,
+		js(`.receipts .receipt[data-agent="alice/demo"] .receipt-text`), msg))
 	b.shot(t, s.shots, "room")
 }
 

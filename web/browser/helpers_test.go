@@ -51,8 +51,8 @@ func chromiumPath(t testing.TB) string {
 
 // startBrowser starts one headless Chromium (with its own profile folder)
 // and returns its root context; users get their own browser contexts from
-// newPage. It stops when the test ends.
-func startBrowser(t *testing.T) context.Context {
+// newPage. It stops when the test ends. extra adds flags.
+func startBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
@@ -80,6 +80,7 @@ func startBrowser(t *testing.T) context.Context {
 		chromedp.Flag("force-color-profile", "srgb"),
 		chromedp.WindowSize(1280, 800),
 	}
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelBrowser(); cancelAlloc() })

@@ -8,7 +8,7 @@ import { Live } from './live.js';
 import { showLogin, showSetup, showReset, hideAuth } from './auth.js';
 import { initSidebar, renderMe, roomHref } from './sidebar.js';
 import { loadUnread, primeUnread, seenRoom, noteIncoming, forgetRoom } from './unread.js';
-import { initMessages, showRoom, clearMessages, messageArrived, receiptChanged, rerender, feedReady } from './messages.js';
+import { initMessages, showRoom, clearMessages, messageArrived, receiptChanged, rerender, feedReady, agentChanged } from './messages.js';
 import { initComposer, showComposer, resetComposer } from './composer.js';
 import { renderHeader, openCreateRoom, openBrowse, openMembers, openStartDM } from './rooms.js';
 import { initAgents, loadRoomAgents, loadAllAgents } from './agents.js';
@@ -211,6 +211,7 @@ function onEvent(ev) {
       break;
     case 'agent.status':
       if (patchAgent(d.handle, { status: d.status, turnId: d.turnId || '', steeredBy: d.steeredBy || [] })) emit('agents', { room: state.current });
+      agentChanged(d.handle);
       if (state.current) reloadAgentsSoon(state.current); // mode for the caller follows the status
       break;
     case 'agent.added':

@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { h, clear, dayKey, announce } from './dom.js';
-import { state, logFor, mergeReceipt, roomLabel } from './store.js';
+import { state, logFor, mergeReceipt, roomLabel, receiptsFor } from './store.js';
 import { messageEl, daySeparator } from './render/message.js';
 import { isActivity, ActivityGroup } from './render/activity.js';
 import { renderReceipts, receiptText } from './receipts.js';
@@ -248,6 +248,15 @@ export function receiptChanged(r) {
   renderReceipts(ul, r.messageId);
   if (atBottom) scrollToBottom();
   announce(`@${r.agent}: ${receiptText(r)}`);
+}
+
+// agentChanged refreshes the receipts of an agent's mentions in the open
+// room ("working" becomes "waiting for approval" and back).
+export function agentChanged(handle) {
+  for (const [id, node] of els) {
+    const ul = node.querySelector('.receipts');
+    if (ul && receiptsFor(id).some((r) => r.agent === handle)) renderReceipts(ul, id);
+  }
 }
 
 // The open room's message list after a re-render request (e.g. me changed).

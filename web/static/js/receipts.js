@@ -1,7 +1,7 @@
 // receipts.js — what became of each agent mention, shown beside the message.
 
-import { h, clear, shortTurn, fmtTime, fmtFull } from './dom.js';
-import { receiptsFor } from './store.js';
+import { h, clear, fmtTime, fmtFull } from './dom.js';
+import { receiptsFor, agentByHandle, agentOwner } from './store.js';
 
 const REASONS = {
   'not-a-member': 'you are not a member of this room',
@@ -9,6 +9,7 @@ const REASONS = {
   'agent-not-in-room': 'the agent is not in this room',
   'agent-offline': 'the agent is offline',
   'agent-failed': 'the agent has failed',
+  'agent-busy': 'too many messages are waiting for the agent',
   'stale-turn': 'the turn it was meant for had already changed',
   'turn-ended': 'the turn had ended',
   'rate-limited': 'too many messages — slow down',
@@ -24,22 +25,32 @@ export function reasonText(reason) {
   return REASONS[reason] || reason || 'no reason given';
 }
 
+// receiptText says in words what became of a mention: on its way, working
+// (or waiting for the owner's approval), queued, then the turn's outcome —
+// never a turn id.
 export function receiptText(r) {
-  const turn = r.turnId ? ` ${shortTurn(r.turnId)}` : '';
+  const how = { started: 'started a turn', steered: 'steered the running turn', delivered: 'started a turn after waiting' };
   switch (r.status) {
-    case 'pending': return 'pending';
-    case 'started': return `started turn${turn}`;
-    case 'steered': return `steered into turn${turn}`;
-    case 'queued': return r.expires ? `queued · expires ${fmtTime(r.expires)}` : 'queued';
-    case 'delivered': return 'delivered';
+    case 'pending': return 'on its way…';
+    case 'started': case 'steered': case 'delivered': {
+      const a = agentByHandle(r.agent);
+      if (a && a.status === 'needs-approval' && (!a.turnId || a.turnId === r.turnId)) {
+        return `waiting for @${agentOwner(r.agent)}'s approval`;
+      }
+      return `working · ${how[r.status]}`;
+    }
+    case 'queued': return r.expires ? `queued for after this turn · until ${fmtTime(r.expires)}` : 'queued for after this turn';
+    case 'done': return 'done';
+    case 'interrupted': return r.detail || 'stopped';
+    case 'failed': return `failed: ${r.detail || 'the turn failed'}`;
     case 'expired': return r.detail ? `expired: ${r.detail}` : 'expired';
-    case 'rejected': return `rejected: ${r.detail || reasonText(r.reason)}`;
+    case 'rejected': return `not delivered: ${r.detail || reasonText(r.reason)}`;
     default: return r.status || 'unknown';
   }
 }
 
 function receiptTitle(r) {
-  const parts = [`@${r.agent}: ${r.status}`];
+  const parts = [`@${r.agent}: ${r.status}${r.via ? ` (${r.via})` : ''}`];
   if (r.reason) parts.push(`reason: ${r.reason}`);
   if (r.detail) parts.push(r.detail);
   if (r.turnId) parts.push(`turn ${r.turnId}`);
@@ -51,7 +62,7 @@ function receiptTitle(r) {
 export function receiptEl(r) {
   return h('li', {
     class: 'receipt',
-    dataset: { status: r.status, agent: r.agent, steer: r.steerId, reason: r.reason || null },
+    dataset: { status: r.status, via: r.via || null, agent: r.agent, steer: r.steerId, reason: r.reason || null },
     title: receiptTitle(r),
   },
   h('span', { class: 'receipt-icon', 'aria-hidden': 'true' }),

@@ -61,8 +61,9 @@ export function logFor(room) {
   return log;
 }
 
-// Receipt statuses by progress: a later stage never yields to an earlier one.
-const RANK = { pending: 0, queued: 1, started: 2, steered: 2, delivered: 2, expired: 2, rejected: 2 };
+// Receipt statuses by progress: a later stage never yields to an earlier one
+// (the turn's outcome — done, failed, interrupted — comes last).
+const RANK = { pending: 0, queued: 1, started: 2, steered: 2, delivered: 2, expired: 3, rejected: 3, done: 3, failed: 3, interrupted: 3 };
 
 // mergeReceipt stores r and reports whether it changed what we show.
 export function mergeReceipt(r) {
@@ -108,6 +109,15 @@ export function agentOwner(handle) {
 
 export function isMine(handle) {
   return !!state.me && agentOwner(handle) === state.me.name;
+}
+
+// agentByHandle finds an agent in what the client knows.
+export function agentByHandle(handle) {
+  for (const list of [state.allAgents, ...state.roomAgents.values()]) {
+    const a = list.find((x) => x.handle === handle);
+    if (a) return a;
+  }
+  return null;
 }
 
 // Update an agent (from agent.status) wherever it appears.
