@@ -83,8 +83,11 @@ type Config struct {
 	// bridges that were missed and closes them (default
 	// DefaultBridgeSweep).
 	BridgeSweep time.Duration
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// FileMaxBytes and FileQuota bound one uploaded file and all of one
+	// user's files (defaults room.DefaultFileMaxBytes, room.DefaultFileQuota).
+	FileMaxBytes, FileQuota int64
+	Logger                  *slog.Logger
+	Now                     func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -207,7 +210,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log})
+	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
+		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,10 @@ type Config struct {
 	Replicas int
 	Now      func() time.Time
 	Logger   *slog.Logger
+	// FileMaxBytes bounds one uploaded file (default DefaultFileMaxBytes);
+	// FileQuota all of one user's files (default DefaultFileQuota);
+	// FilesMaxBytes the files bucket (0: only the server's limits).
+	FileMaxBytes, FileQuota, FilesMaxBytes int64
 }
 
 // Service is the chat domain: the rules every change passes (who may do
@@ -34,6 +38,9 @@ type Service struct {
 	js     jetstream.JetStream
 	repl   int
 	logins *limiter // set by Start
+
+	files              *files
+	fileMax, fileQuota int64
 }
 
 // Open opens the read model and prepares the log. Call Start to project.
@@ -48,7 +55,15 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, repl: cfg.Replicas}
+	if cfg.FileMaxBytes <= 0 {
+		cfg.FileMaxBytes = DefaultFileMaxBytes
+	}
+	if cfg.FileQuota <= 0 {
+		cfg.FileQuota = DefaultFileQuota
+	}
+	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, repl: cfg.Replicas,
+		fileMax: cfg.FileMaxBytes, fileQuota: cfg.FileQuota,
+		files: &files{js: cfg.JS, replicas: max(cfg.Replicas, 1), maxBytes: cfg.FilesMaxBytes}}
 	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas})
 	s.Log.OnFeed(s.cache.onFeed)
 	return s, nil

@@ -191,6 +191,12 @@ func noRetryKey(h handlerFunc) handlerFunc {
 	}
 }
 
+// user authenticates r (for handlers that cannot go through authed).
+func (s *Server) user(r *http.Request) (*chat.User, error) {
+	secret, _ := secretFrom(r)
+	return s.rooms.Authenticate(r.Context(), secret)
+}
+
 // credential is the hash of the credential r was authenticated with.
 func credential(r *http.Request) string {
 	secret, _ := secretFrom(r)
@@ -224,6 +230,7 @@ func (s *Server) routes() http.Handler {
 	api("POST /api/v1/dms", s.authed(s.postDM))
 	api("GET /api/v1/events", s.authed(s.events))
 	s.agentRoutes(mux)
+	s.chatRoutes(mux)
 
 	mux.Handle("/api/", s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return wh.Errorf(wh.ENotFound, "no API endpoint %s %s; see docs/api.md", r.Method, r.URL.Path)

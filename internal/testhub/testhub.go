@@ -36,6 +36,8 @@ type Options struct {
 	// TLS makes the hub serve HTTPS with a certificate from this CA (for
 	// 127.0.0.1 and localhost); clients and bridges trust the CA.
 	TLS *CA
+	// FileMaxBytes and FileQuota set the upload limits.
+	FileMaxBytes, FileQuota int64
 	// PublicURL, TrustedProxies and MetricsAddr are the hub's settings.
 	PublicURL      string
 	TrustedProxies []string
@@ -87,6 +89,7 @@ func Start(t testing.TB, o Options) *Hub {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
 	cfg := hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout, BridgeSweep: o.BridgeSweep,
+		FileMaxBytes: o.FileMaxBytes, FileQuota: o.FileQuota,
 		PublicURL: o.PublicURL, TrustedProxies: o.TrustedProxies, MetricsAddr: o.MetricsAddr, Now: o.Now}
 	if o.NATS != nil {
 		cfg.NATSURL, cfg.NATSSecrets, cfg.NATSWebsocket = o.NATS.URL, o.NATS.Secrets, []string{o.NATS.Websocket}

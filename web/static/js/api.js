@@ -90,7 +90,8 @@ export const api = {
 
   // Messages
   messages: (room, { before, after, limit = 50 } = {}) => {
-    const q = new URLSearchParams({ limit: String(limit) });
+    // include=replies: thread replies inline, until the page shows threads.
+    const q = new URLSearchParams({ limit: String(limit), include: 'replies' });
     if (before) q.set('before', String(before));
     if (after) q.set('after', String(after));
     return get(`/rooms/${enc(room)}/messages?${q}`);
