@@ -68,11 +68,17 @@ type CredentialCreated struct {
 	Kind      string     `json:"kind"`
 	Label     string     `json:"label,omitempty"`
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// Client and Addr say where a session was opened (the browser's
+	// User-Agent, shortened, and the client address), for its user's list
+	// of sessions.
+	Client string `json:"client,omitempty"`
+	Addr   string `json:"addr,omitempty"`
 }
 
 // CredentialRevoked is the payload of the event recorded when a session or token was revoked.
 type CredentialRevoked struct {
 	TokenHash string `json:"tokenHash"`
+	Reason    string `json:"reason,omitempty"` // End*; empty in older events: EndRevoked
 }
 
 // RoomCreated is the payload of the event recorded when a room or DM was created.

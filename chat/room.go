@@ -66,8 +66,9 @@ func DefaultNotify(kind string) string {
 
 // Member is one member of a room.
 type Member struct {
-	User string `json:"user"`
-	Role string `json:"role"`
+	User        string `json:"user"`
+	Role        string `json:"role"`
+	Deactivated bool   `json:"deactivated,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)

@@ -108,7 +108,7 @@ func newBridgeEnv(tb testing.TB) *bridgeEnv {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h, err := New(Config{DataDir: tb.TempDir(), HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	h, err := New(Config{DataDir: tb.TempDir(), HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}

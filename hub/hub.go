@@ -70,6 +70,12 @@ type Config struct {
 	PublicURL string
 	// OriginPatterns are extra allowed WebSocket origins.
 	OriginPatterns []string
+	// TrustedProxies are the reverse proxies (addresses or CIDR prefixes)
+	// whose X-Forwarded-For and X-Forwarded-Proto the hub believes.
+	TrustedProxies []string
+	// MetricsAddr serves /metrics on its own listener (host:port); "" is
+	// off. The public listener never serves metrics.
+	MetricsAddr string
 	// WSQueue bounds each WebSocket client's outgoing queue (default 512).
 	WSQueue int
 	// SteerBurst and SteerRefill rate-limit mentions per sender and agent
@@ -106,6 +112,9 @@ func (c *Config) Validate() error {
 	}
 	if err := checkPublicURL(c.PublicURL); err != nil {
 		return wh.Errorf(wh.EInvalid, "%v", err)
+	}
+	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return err
 	}
 	if c.NATSAddr == "" {
 		c.NATSAddr = DefaultNATSAddr
@@ -169,6 +178,9 @@ type Hub struct {
 	tls           *tls.Config
 	reg           *prometheus.Registry
 
+	metricsLn  net.Listener
+	metricsSrv *http.Server
+
 	mu         sync.Mutex
 	setupToken string
 }
@@ -215,6 +227,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_projection_applied_seq", Help: "Last event applied to this node's read model."},
 		func() float64 { return float64(h.rooms.Log.Applied()) }))
 
+	proxies, _ := ParseTrustedProxies(h.cfg.TrustedProxies)
 	h.web = web.New(web.Config{
 		Rooms:          h.rooms,
 		Agents:         h.link.api(),
@@ -225,6 +238,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		OriginPatterns: h.cfg.OriginPatterns,
 		QueueSize:      h.cfg.WSQueue,
 		Registry:       h.reg,
+		SecureCookies:  httpsPublicURL(h.cfg.PublicURL),
+		TrustedProxies: proxies,
 	})
 	h.rooms.Log.OnFeed(h.web.Publish)
 	if err := h.link.start(ctx, h); err != nil {
@@ -299,6 +314,9 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			h.log.Error("http server stopped", "err", err)
 		}
 	}()
+	if err := h.startOps(); err != nil {
+		return err
+	}
 	h.log.Info("hub ready", "url", h.URL(), "bridges", h.NATSURL(), "data", h.cfg.DataDir)
 	return nil
 }
@@ -343,6 +361,7 @@ func (h *Hub) storeCapacity() (used, limit uint64, ok bool) {
 // Close shuts down in order: HTTP, WebSockets (1001), NATS drain, NATS
 // server, database — under ctx's deadline.
 func (h *Hub) Close(ctx context.Context) error {
+	h.stopOps(ctx)
 	if h.http != nil {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		h.http.Shutdown(sctx)

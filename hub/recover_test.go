@@ -55,7 +55,7 @@ func TestHandlerPanicRecovered(t *testing.T) {
 		t.Fatalf("announce after a panic: %s", m.Data)
 	}
 
-	resp, err := http.Get(env.h.URL() + "/metrics")
+	resp, err := http.Get(env.h.MetricsURL())
 	if err != nil {
 		t.Fatal(err)
 	}

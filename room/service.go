@@ -37,6 +37,9 @@ type Service struct {
 	now    func() time.Time
 	logger *slog.Logger
 	cache  *caches
+	js     jetstream.JetStream
+	repl   int
+	logins *limiter // set by Start
 
 	files              *files
 	fileMax, fileQuota int64
@@ -60,15 +63,23 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.FileQuota <= 0 {
 		cfg.FileQuota = DefaultFileQuota
 	}
-	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches(), fileMax: cfg.FileMaxBytes, fileQuota: cfg.FileQuota,
+	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, repl: cfg.Replicas,
+		fileMax: cfg.FileMaxBytes, fileQuota: cfg.FileQuota,
 		files: &files{js: cfg.JS, replicas: max(cfg.Replicas, 1), maxBytes: cfg.FilesMaxBytes}}
 	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas, Capacity: cfg.Capacity})
 	s.Log.OnFeed(s.cache.onFeed)
 	return s, nil
 }
 
-// Start projects the stream.
-func (s *Service) Start(ctx context.Context) error { return s.Log.Start(ctx) }
+// Start opens the login attempts bucket and projects the stream.
+func (s *Service) Start(ctx context.Context) error {
+	l, err := openLimiter(ctx, s.js, s.repl, s.now, loginForget)
+	if err != nil {
+		return err
+	}
+	s.logins = l
+	return s.Log.Start(ctx)
+}
 
 // Close stops projecting and closes the database.
 func (s *Service) Close() error {

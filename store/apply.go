@@ -166,8 +166,15 @@ func applyCredentialCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat
 	if d.ExpiresAt != nil {
 		exp = ts(*d.ExpiresAt)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO credentials (token_hash, user_id, kind, label, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		d.TokenHash, uid, d.Kind, d.Label, ts(ev.At), exp)
+	var deactivated bool
+	if err := tx.QueryRowContext(ctx, `SELECT deactivated FROM users WHERE id = ?`, uid).Scan(&deactivated); err != nil {
+		return nil, err
+	}
+	if deactivated {
+		return nil, wh.Errorf(wh.EForbidden, "this account is deactivated; ask an admin")
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO credentials (token_hash, user_id, kind, label, created_at, expires_at, client, addr) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.TokenHash, uid, d.Kind, d.Label, ts(ev.At), exp, d.Client, d.Addr)
 	return nil, err
 }
 
@@ -176,8 +183,19 @@ func applyCredentialRevoked(ctx context.Context, tx *sql.Tx, seq uint64, ev chat
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE credentials SET revoked = 1 WHERE token_hash = ?`, d.TokenHash)
-	return nil, err
+	var uid int64
+	err := tx.QueryRowContext(ctx, `SELECT user_id FROM credentials WHERE token_hash = ? AND revoked = 0`, d.TokenHash).Scan(&uid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil // unknown or already revoked: nothing changes
+	}
+	if err != nil {
+		return nil, err
+	}
+	reason := d.Reason
+	if reason == "" {
+		reason = chat.EndRevoked
+	}
+	return endCredentialsTx(ctx, tx, seq, uid, reason, ` AND token_hash = ?`, d.TokenHash)
 }
 
 func applyRoomCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {

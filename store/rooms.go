@@ -131,7 +131,7 @@ func (s *Store) listRooms(ctx context.Context, actor *chat.User, q string, args 
 
 // RoomMembers lists a room's members.
 func (s *Store) RoomMembers(ctx context.Context, roomID int64) ([]chat.Member, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT u.name, m.role FROM members m JOIN users u ON u.id = m.user_id WHERE m.room_id = ? ORDER BY u.name`, roomID)
+	rows, err := s.db.r.QueryContext(ctx, `SELECT u.name, m.role, u.deactivated FROM members m JOIN users u ON u.id = m.user_id WHERE m.room_id = ? ORDER BY u.name`, roomID)
 	if err != nil {
 		return nil, wh.Wrap(err, "list members")
 	}
@@ -139,7 +139,7 @@ func (s *Store) RoomMembers(ctx context.Context, roomID int64) ([]chat.Member, e
 	out := []chat.Member{}
 	for rows.Next() {
 		var m chat.Member
-		if err := rows.Scan(&m.User, &m.Role); err != nil {
+		if err := rows.Scan(&m.User, &m.Role, &m.Deactivated); err != nil {
 			return nil, wh.Wrap(err, "list members")
 		}
 		out = append(out, m)

@@ -43,6 +43,7 @@ func Open(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, err
 	s.registerCoreAppliers()
 	s.registerAgentAppliers()
 	s.registerChatAppliers()
+	s.registerPeopleAppliers()
 	return s, nil
 }
 
