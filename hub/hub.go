@@ -57,6 +57,12 @@ type Config struct {
 	NATSWebsocket []string
 	// Replicas for the event stream (3 in a cluster).
 	Replicas int
+	// NATSMaxStore caps the embedded JetStream file store, in bytes (0:
+	// nats-server's default, 75% of the disk space free at start). When
+	// the event log reaches it, or its disk is nearly full, writes are
+	// refused with 507 storage_full and /readyz says event-log-full.
+	// Ignored with NATSURL.
+	NATSMaxStore int64
 	// PublicURL is how people and bridges reach this hub
 	// (https://chat.example.com): every URL the hub prints and the pairing
 	// command use it. Default: the listen address (this machine's name for
@@ -123,6 +129,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
+	}
+	if c.NATSMaxStore < 0 {
+		return wh.Errorf(wh.EInvalid, "--nats-max-store must not be negative")
 	}
 	if c.SteerBurst <= 0 {
 		c.SteerBurst = DefaultSteerBurst
@@ -211,7 +220,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		}
 	}
 	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
-		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota})
+		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity})
 	if err != nil {
 		return err
 	}
@@ -319,6 +328,34 @@ func (h *Hub) ready() error {
 		return &eventlog.Failure{Reason: "nats-disconnected", Err: errors.New("not connected to NATS")}
 	}
 	return h.rooms.Log.Ready()
+}
+
+// diskReserve is the space the embedded store leaves free on its disk:
+// more than the largest message and the store's own bookkeeping.
+const diskReserve = 16 << 20
+
+// storeCapacity is the embedded JetStream store's use and limit: its
+// configured limit, or less when its disk fills first (other files, the
+// SQLite projection). nats-server stops storing into a stream whose write
+// failed for want of space until it restarts, so the hub refuses writes
+// before the disk is full.
+func (h *Hub) storeCapacity() (used, limit uint64, ok bool) {
+	if h.ns == nil {
+		return 0, 0, false
+	}
+	info, err := h.ns.ns.Jsz(nil)
+	if err != nil || info.Config.MaxStore <= 0 {
+		return 0, 0, false
+	}
+	used, limit = info.Store, uint64(info.Config.MaxStore)
+	if free, ok := diskFree(h.ns.ns.StoreDir()); ok {
+		room := uint64(0)
+		if free > diskReserve {
+			room = free - diskReserve
+		}
+		limit = min(limit, used+room)
+	}
+	return used, limit, true
 }
 
 // Close shuts down in order: HTTP, WebSockets (1001), NATS drain, NATS

@@ -122,6 +122,13 @@ func (l *Link) route(m jetstream.Msg) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	go func() { // a hub shutting down does not wait for a stopped projection
+		select {
+		case <-l.stopCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	// The projection decided who may be reached; wait for this node's.
 	if err := l.rooms.Log.WaitApplied(ctx, seq); err != nil {
 		m.NakWithDelay(time.Second)

@@ -24,6 +24,8 @@ type Config struct {
 	// FileQuota all of one user's files (default DefaultFileQuota);
 	// FilesMaxBytes the files bucket (0: only the server's limits).
 	FileMaxBytes, FileQuota, FilesMaxBytes int64
+	// Capacity reports the event store's use and limit (eventlog.Config).
+	Capacity func() (used, limit uint64, ok bool)
 }
 
 // Service is the chat domain: the rules every change passes (who may do
@@ -64,7 +66,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, repl: cfg.Replicas,
 		fileMax: cfg.FileMaxBytes, fileQuota: cfg.FileQuota,
 		files: &files{js: cfg.JS, replicas: max(cfg.Replicas, 1), maxBytes: cfg.FilesMaxBytes}}
-	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas})
+	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas, Capacity: cfg.Capacity})
 	s.Log.OnFeed(s.cache.onFeed)
 	return s, nil
 }

@@ -118,8 +118,11 @@ func applyAgentRegistered(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.E
 	var owner int64
 	var revoked bool
 	err := tx.QueryRowContext(ctx, `SELECT owner_id, revoked FROM bridges WHERE id = ?`, d.Bridge).Scan(&owner, &revoked)
-	if err != nil || revoked {
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && revoked) {
 		return nil, wh.Errorf(wh.EForbidden, "bridge %s is not paired", d.Bridge)
+	}
+	if err != nil {
+		return nil, err // not a refusal: the projector stops and retries
 	}
 	// An agent name belongs to one bridge of its owner: another bridge may
 	// take it only once the first released it or was revoked.

@@ -480,3 +480,13 @@ func (s *Store) Reconcile(ctx context.Context, agentID int64, turn string, appro
 	}
 	return turnEnded, doneApprovals, doneSteers, nil
 }
+
+// TurnKnown reports whether the hub has a record of an agent's turn.
+func (s *Store) TurnKnown(ctx context.Context, agentID int64, turn string) (bool, error) {
+	var n int
+	err := s.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM turns WHERE agent_id = ? AND turn_id = ?`, agentID, turn).Scan(&n)
+	if err != nil {
+		return false, wh.Wrap(err, "read turn")
+	}
+	return n > 0, nil
+}

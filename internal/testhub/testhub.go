@@ -44,6 +44,10 @@ type Options struct {
 	MetricsAddr    string
 	// Now is the hub's clock (default time.Now).
 	Now func() time.Time
+	// NATSMaxStore caps the embedded JetStream store (bytes).
+	NATSMaxStore int64
+	// Replicas of the event stream (3 on a NATS cluster).
+	Replicas int
 }
 
 // Hub is a running test hub.
@@ -89,7 +93,7 @@ func Start(t testing.TB, o Options) *Hub {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
 	cfg := hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout, BridgeSweep: o.BridgeSweep,
-		FileMaxBytes: o.FileMaxBytes, FileQuota: o.FileQuota,
+		FileMaxBytes: o.FileMaxBytes, FileQuota: o.FileQuota, NATSMaxStore: o.NATSMaxStore, Replicas: o.Replicas,
 		PublicURL: o.PublicURL, TrustedProxies: o.TrustedProxies, MetricsAddr: o.MetricsAddr, Now: o.Now}
 	if o.NATS != nil {
 		cfg.NATSURL, cfg.NATSSecrets, cfg.NATSWebsocket = o.NATS.URL, o.NATS.Secrets, []string{o.NATS.Websocket}
