@@ -280,6 +280,16 @@ func (p *page) send(t testing.TB, text string) {
 	p.waitJS(t, "the message box to empty after sending", `document.querySelector('#composer').value === ''`)
 }
 
+// sendLines puts text with line breaks into the message box (typing a
+// newline would send it early) and presses Enter.
+func (p *page) sendLines(t testing.TB, text string) {
+	t.Helper()
+	p.visible(t, "#composer")
+	eval[bool](t, p, fmt.Sprintf(`(() => { const e = document.querySelector('#composer'); e.focus(); e.value = %s; e.dispatchEvent(new Event('input', { bubbles: true })); return true; })()`, js(text)))
+	p.do(t, "press Enter", pressEnter())
+	p.waitJS(t, "the message box to empty after sending", `document.querySelector('#composer').value === ''`)
+}
+
 func (p *page) navigate(t testing.TB, url string) {
 	t.Helper()
 	p.do(t, "open "+url, chromedp.Navigate(url))

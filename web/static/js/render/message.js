@@ -72,7 +72,7 @@ export function messageEl(m, { compact = false } = {}) {
   const mine = m.authorKind === 'user' && m.author === state.me?.name;
   if (m.authorKind === 'system') {
     return h('div', { class: 'message message-system', role: 'article', dataset: { id: m.id, authorKind: 'system' } },
-      h('span', { class: 'message-system-text' }, render(m.text, { me: state.me?.name })),
+      h('span', { class: 'message-system-text' }, render(m.text, { me: state.me?.name, inline: true })),
       h('time', { class: 'message-time', datetime: m.createdAt, title: fmtFull(m.createdAt) }, fmtTime(m.createdAt)));
   }
   const receipts = h('ul', { class: 'receipts', 'aria-label': 'Delivery to agents', hidden: true });
