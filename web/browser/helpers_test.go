@@ -250,6 +250,13 @@ func (p *page) fill(t testing.TB, sel, text string) {
 	p.do(t, "type into "+sel, chromedp.KeyEvent(text))
 }
 
+// typeMore types text at the end of what the message box holds.
+func (p *page) typeMore(t testing.TB, text string) {
+	t.Helper()
+	eval[bool](t, p, `(() => { const e = document.querySelector('#composer'); e.focus(); e.setSelectionRange(e.value.length, e.value.length); return true; })()`)
+	p.do(t, "type into #composer", chromedp.KeyEvent(text))
+}
+
 // compose types text into the message box without sending it.
 func (p *page) compose(t testing.TB, text string) {
 	t.Helper()

@@ -70,6 +70,7 @@ export const api = {
   publicRooms: () => get('/rooms?public=1').then((d) => d.rooms || []),
   createRoom: (name, priv, topic) => post('/rooms', { name, private: !!priv, topic }).then((d) => d.room),
   room: (name) => get(`/rooms/${enc(name)}`).then((d) => d.room),
+  setTopic: (name, topic) => patch(`/rooms/${enc(name)}`, { topic }).then((d) => d.room),
   members: (room) => get(`/rooms/${enc(room)}/members`).then((d) => d.members || []),
   join: (room) => post(`/rooms/${enc(room)}/members`, {}),
   addMember: (room, user) => post(`/rooms/${enc(room)}/members`, { user }),

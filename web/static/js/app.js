@@ -180,6 +180,11 @@ function onEvent(ev) {
     case 'room.created':
       refreshRoomsSoon();
       break;
+    case 'room.topic': {
+      const r = state.rooms.get(d.room || room);
+      if (r) { r.topic = d.topic || ''; if (r.name === state.current) renderHeader(); }
+      break;
+    }
     case 'member.added':
     case 'member.removed':
       if (ev.type === 'member.removed' && d.user === state.me.name && state.rooms.has(room)) {

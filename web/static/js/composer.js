@@ -7,6 +7,7 @@ import { state, on, logFor, mergeReceipt, emit, roomLabel } from './store.js';
 import { agentMentions } from './render/markdown.js';
 import { initMentions } from './mentions.js';
 import { setError } from './dialog.js';
+import { initSlash, run as runSlash, hint as slashHint, parse as parseSlash } from './slash.js';
 
 const MAX_BYTES = 16 * 1024;
 const drafts = new Map();
@@ -19,7 +20,7 @@ const MODE_TEXT = {
   offline: 'offline — the mention will be rejected',
 };
 
-let ta, form, hint, err, sendBtn, mentions;
+let ta, form, hint, err, sendBtn, mentions, slash;
 let shownRoom = null;
 
 export function initComposer() {
@@ -28,11 +29,12 @@ export function initComposer() {
   hint = document.getElementById('composer-hint');
   err = document.getElementById('composer-error');
   sendBtn = document.getElementById('send');
-  mentions = initMentions(ta, document.getElementById('mention-list'));
+  slash = initSlash(ta, ta.parentElement);
+  mentions = initMentions(ta, document.getElementById('mention-list'), { suppress: () => slash.ownsArgs() });
 
   ta.addEventListener('keydown', (e) => {
     if (e.isComposing || e.keyCode === 229) return;
-    if (mentions.handleKey(e)) { e.preventDefault(); e.stopPropagation(); return; }
+    if (slash.handleKey(e) || mentions.handleKey(e)) { e.preventDefault(); e.stopPropagation(); return; }
     if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
       e.preventDefault();
       form.requestSubmit();
@@ -58,6 +60,7 @@ export function showComposer(room) {
   if (shownRoom && shownRoom !== room) drafts.set(shownRoom, ta.value);
   shownRoom = room;
   mentions.close();
+  slash.close();
   setError(err, '');
   form.hidden = !room;
   if (!room) return;
@@ -78,8 +81,10 @@ export function resetComposer() {
 
 async function send() {
   const room = state.current;
-  const text = ta.value;
+  let text = ta.value;
   if (!room || !text.trim()) return;
+  if (parseSlash(text)) { await command(room, text); return; }
+  if (text.startsWith('//')) text = text.slice(1);
   if (new TextEncoder().encode(text).length > MAX_BYTES) {
     setError(err, 'That message is longer than 16 KiB. Share long output as a file or trim it.');
     return;
@@ -103,6 +108,19 @@ async function send() {
   }
 }
 
+// command runs a slash command; the text stays in the box if it fails.
+async function command(room, text) {
+  sendBtn.disabled = true;
+  try {
+    await runSlash(text);
+    if (state.current === room && ta.value === text) { ta.value = ''; drafts.delete(room); grow(); renderHint(); }
+  } catch (ex) {
+    setError(err, ex.message);
+  } finally {
+    sendBtn.disabled = !ta.value.trim();
+  }
+}
+
 // The turn the sender saw running for each mentioned agent: the hub steers
 // only into that turn, never into one that started since.
 function seenTurns(room, text) {
@@ -118,6 +136,12 @@ function seenTurns(room, text) {
 function renderHint() {
   clear(hint);
   const room = state.current;
+  const cmd = slashHint(ta.value);
+  if (room && cmd) {
+    hint.append(h('div', { class: 'mode-hint slash-hint' }, h('span', { class: 'mode-text' }, cmd)));
+    hint.hidden = false;
+    return;
+  }
   if (!room || state.features.agents === false) { hint.hidden = true; return; }
   const handles = agentMentions(ta.value);
   if (!handles.length) { hint.hidden = true; return; }
