@@ -45,6 +45,7 @@ func TestUI(t *testing.T) {
 		PolicyFile: bridge.PolicyConfig{Address: "members"}})
 
 	s.step(t, "UsersLogIn", s.usersLogIn)
+	s.step(t, "FirstMinute", s.firstMinute)
 	s.step(t, "RoomAndAgentAddedInUI", s.roomAndAgent)
 	s.step(t, "LiveMessageWithoutReload", s.liveMessage)
 	s.step(t, "MentionShowsReceiptAndReply", s.mentionReceipt)

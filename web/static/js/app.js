@@ -18,6 +18,8 @@ import { initPanel } from './panel.js';
 import { openPairing } from './pairing.js';
 import { openTokens } from './tokens.js';
 import { openAdmin } from './admin.js';
+import { showJoinOffer, hideJoinOffer } from './join.js';
+import { initWelcome, loadWelcome } from './welcome.js';
 
 let live = null;
 let initialized = false;
@@ -52,6 +54,7 @@ function initOnce() {
   initAgents();
   initApprovals();
   initPanel();
+  initWelcome();
   document.getElementById('members-button').addEventListener('click', openMembers);
   window.addEventListener('hashchange', route);
   on('message', onMessage);
@@ -85,7 +88,7 @@ async function start(me) {
   });
   live.start();
   primeUnread(rooms);
-  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals()]);
+  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome()]);
   route();
 }
 
@@ -120,9 +123,11 @@ function route() {
   if (!state.me) return;
   const m = /^#\/r\/(.+)$/.exec(location.hash);
   let name = m ? decodeURIComponent(m[1]) : null;
+  hideJoinOffer();
   if (name && !state.rooms.has(name)) {
-    toast(`You are not in ${name.startsWith('dm:') ? 'that DM' : '#' + name}. Browse rooms to join it.`, 'error');
-    name = null;
+    openRoom(null);
+    showJoinOffer(name); // never another room in its place
+    return;
   }
   if (!name) {
     const last = localStorage.getItem(`wh.lastRoom.${state.me.name}`);
