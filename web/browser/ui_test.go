@@ -52,6 +52,7 @@ func TestUI(t *testing.T) {
 	s.step(t, "OwnerApprovesMembersRequest", s.approval)
 	s.step(t, "InvitationAcceptedInInbox", s.consent)
 	s.step(t, "SlashCommands", s.slashCommands)
+	s.step(t, "Notifications", s.notifications)
 	s.step(t, "HostileMarkupStaysInert", s.markupAsText)
 	s.step(t, "MarkdownRenders", s.markdown)
 	s.step(t, "TimelineDialog", s.timeline)

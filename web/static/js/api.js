@@ -44,6 +44,7 @@ const get = (p, o) => request('GET', p, undefined, o);
 const post = (p, b, o) => request('POST', p, b === undefined ? {} : b, o);
 const del = (p) => request('DELETE', p);
 const patch = (p, b) => request('PATCH', p, b);
+const put = (p, b) => request('PUT', p, b === undefined ? {} : b);
 
 // "owner/name" → "/agents/owner/name"
 export function agentPath(handle) {
@@ -70,6 +71,8 @@ export const api = {
   publicRooms: () => get('/rooms?public=1').then((d) => d.rooms || []),
   createRoom: (name, priv, topic) => post('/rooms', { name, private: !!priv, topic }).then((d) => d.room),
   room: (name) => get(`/rooms/${enc(name)}`).then((d) => d.room),
+  // → {room, level}: this person's notification level in the room.
+  setNotify: (name, level) => put(`/rooms/${enc(name)}/notifications`, { level }),
   setTopic: (name, topic) => patch(`/rooms/${enc(name)}`, { topic }).then((d) => d.room),
   members: (room) => get(`/rooms/${enc(room)}/members`).then((d) => d.members || []),
   join: (room) => post(`/rooms/${enc(room)}/members`, {}),

@@ -20,6 +20,7 @@ import { openTokens } from './tokens.js';
 import { openAdmin } from './admin.js';
 import { showJoinOffer, hideJoinOffer } from './join.js';
 import { initWelcome, loadWelcome } from './welcome.js';
+import { initNotify, loadNotify, primeNotify, setLevelFromHub, resetNotify } from './notify.js';
 
 let live = null;
 let initialized = false;
@@ -55,6 +56,7 @@ function initOnce() {
   initApprovals();
   initPanel();
   initWelcome();
+  initNotify();
   document.getElementById('members-button').addEventListener('click', openMembers);
   window.addEventListener('hashchange', route);
   on('message', onMessage);
@@ -79,6 +81,7 @@ async function start(me) {
     toast(`Could not load your rooms: ${ex.message}`, 'error');
   }
   setRooms(rooms);
+  loadNotify();
   const since = rooms.reduce((m, r) => Math.max(m, r.lastMessageId || 0), 0);
   live = new Live({
     since,
@@ -89,6 +92,7 @@ async function start(me) {
   live.start();
   primeUnread(rooms);
   await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome()]);
+  primeNotify();
   route();
 }
 
@@ -222,6 +226,9 @@ function onEvent(ev) {
     case 'approval':
       upsertApproval(d);
       break;
+    case 'notify':
+      setLevelFromHub(d.room || room, d.level);
+      break;
     default:
       break;
   }
@@ -247,6 +254,7 @@ function sessionLost(notice) {
   state.allAgents = [];
   clearMessages();
   resetComposer();
+  resetNotify();
   document.querySelectorAll('dialog[open]').forEach((d) => d.close());
   history.replaceState(null, '', '#/');
   showLogin(start, notice);
