@@ -83,9 +83,10 @@ func (s *suite) slashCommands(t *testing.T) {
 	a.do(t, "press Escape", chromedp.KeyEvent("\x1b"))
 	a.do(t, "press Enter", pressEnter())
 	a.composerIs(t, "")
+	denyMsg := messageJS("bob", "delete notes.txt")
 	for _, p := range []*page{a, b} {
 		p.visible(t, `#approval-tray .approval-card[data-agent="alice/demo"][data-status="denied"]`)
-		p.waitJS(t, "the agent says it did not delete", messageJS(demo, "did not delete notes.txt"))
+		p.waitJS(t, "the turn to end", threadLineJS(denyMsg, demo)+` === 'completed'`)
 	}
 	a.waitIdle(t)
 

@@ -2,7 +2,8 @@
 
 import { api, setUnauthenticatedHandler } from './api.js';
 import { h, clear, toast, debounce } from './dom.js';
-import { state, on, emit, logFor, mergeReceipt, patchAgent, isDM } from './store.js';
+import { state, on, emit, logFor, threadLog, mergeReceipt, patchAgent, isDM } from './store.js';
+import { applyChatEvent } from './chatevents.js';
 import { actions } from './actions.js';
 import { Live } from './live.js';
 import { showLogin, showSetup, hideAuth } from './auth.js';
@@ -20,6 +21,9 @@ import { openTokens } from './tokens.js';
 import { openAdmin } from './admin.js';
 import { showJoinOffer, hideJoinOffer } from './join.js';
 import { initWelcome, loadWelcome } from './welcome.js';
+import { initThread, closeThread } from './thread.js';
+import { initReactions } from './reactions.js';
+import { initEdit } from './edit.js';
 import { initNotify, loadNotify, primeNotify, setLevelFromHub, resetNotify } from './notify.js';
 
 let live = null;
@@ -57,6 +61,9 @@ function initOnce() {
   initPanel();
   initWelcome();
   initNotify();
+  initThread();
+  initReactions();
+  initEdit();
   document.getElementById('members-button').addEventListener('click', openMembers);
   window.addEventListener('hashchange', route);
   on('message', onMessage);
@@ -183,6 +190,7 @@ function onEvent(ev) {
     case 'message': {
       const m = { ...d, room: d.room || ev.room, id: d.id ?? ev.id };
       if (!state.rooms.has(m.room)) refreshRoomsSoon();
+      if (m.thread) { if (threadLog(m.thread).add(m)) emit('reply', m); break; }
       if (logFor(m.room).add(m)) emit('message', m);
       break;
     }
@@ -230,6 +238,7 @@ function onEvent(ev) {
       setLevelFromHub(d.room || room, d.level);
       break;
     default:
+      applyChatEvent(ev);
       break;
   }
 }
@@ -246,6 +255,7 @@ function sessionLost(notice) {
   state.current = null;
   state.rooms = new Map();
   state.logs = new Map();
+  state.threads = new Map();
   state.receipts = new Map();
   state.members = new Map();
   state.roomAgents = new Map();
@@ -255,6 +265,7 @@ function sessionLost(notice) {
   clearMessages();
   resetComposer();
   resetNotify();
+  closeThread();
   document.querySelectorAll('dialog[open]').forEach((d) => d.close());
   history.replaceState(null, '', '#/');
   showLogin(start, notice);
