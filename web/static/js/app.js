@@ -8,7 +8,7 @@ import { actions } from './actions.js';
 import { Live } from './live.js';
 import { showLogin, showSetup, hideAuth } from './auth.js';
 import { initSidebar, renderMe, roomHref } from './sidebar.js';
-import { loadUnread, primeUnread, seenRoom, noteIncoming, forgetRoom } from './unread.js';
+import { loadUnread, primeUnread, seenRoom, noteIncoming, forgetRoom, initUnread, applyRead } from './unread.js';
 import { initMessages, showRoom, clearMessages, messageArrived, receiptChanged, rerender, feedReady, agentChanged } from './messages.js';
 import { initComposer, showComposer, resetComposer } from './composer.js';
 import { renderHeader, openCreateRoom, openBrowse, openMembers, openStartDM } from './rooms.js';
@@ -24,6 +24,8 @@ import { initWelcome, loadWelcome } from './welcome.js';
 import { initThread, closeThread } from './thread.js';
 import { initReactions } from './reactions.js';
 import { initEdit } from './edit.js';
+import { initUploads, loadUploadLimits, resetUploads } from './uploads.js';
+import { initSearch } from './search.js';
 import { initNotify, loadNotify, primeNotify, setLevelFromHub, resetNotify } from './notify.js';
 
 let live = null;
@@ -64,6 +66,9 @@ function initOnce() {
   initThread();
   initReactions();
   initEdit();
+  initUnread();
+  initUploads();
+  initSearch();
   document.getElementById('members-button').addEventListener('click', openMembers);
   window.addEventListener('hashchange', route);
   on('message', onMessage);
@@ -98,7 +103,7 @@ async function start(me) {
   });
   live.start();
   primeUnread(rooms);
-  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome()]);
+  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome(), loadUploadLimits()]);
   primeNotify();
   route();
 }
@@ -237,6 +242,9 @@ function onEvent(ev) {
     case 'notify':
       setLevelFromHub(d.room || room, d.level);
       break;
+    case 'read':
+      applyRead({ ...d, room: d.room || room });
+      break;
     default:
       applyChatEvent(ev);
       break;
@@ -266,6 +274,7 @@ function sessionLost(notice) {
   resetComposer();
   resetNotify();
   closeThread();
+  resetUploads();
   document.querySelectorAll('dialog[open]').forEach((d) => d.close());
   history.replaceState(null, '', '#/');
   showLogin(start, notice);

@@ -8,6 +8,7 @@ import { agentMentions } from './render/markdown.js';
 import { initMentions } from './mentions.js';
 import { setError } from './dialog.js';
 import { initSlash, run as runSlash, hint as slashHint, parse as parseSlash } from './slash.js';
+import { readyFiles, hasFiles, clearFiles } from './uploads.js';
 
 const MAX_BYTES = 16 * 1024;
 const drafts = new Map();
@@ -44,7 +45,7 @@ export function initComposer() {
     grow();
     drafts.set(state.current, ta.value);
     renderHint();
-    sendBtn.disabled = !ta.value.trim();
+    sendBtn.disabled = !ta.value.trim() && !hasFiles(state.current);
     if (!err.hidden) setError(err, '');
   });
   form.addEventListener('submit', (e) => { e.preventDefault(); send(); });
@@ -67,7 +68,7 @@ export function showComposer(room) {
   const r = state.rooms.get(room);
   ta.value = drafts.get(room) || '';
   ta.placeholder = r ? `Message ${roomLabel(r)}` : 'Message';
-  sendBtn.disabled = !ta.value.trim();
+  sendBtn.disabled = !ta.value.trim() && !hasFiles(state.current);
   grow();
   renderHint();
   if (window.matchMedia('(pointer: fine)').matches) ta.focus();
@@ -82,7 +83,9 @@ export function resetComposer() {
 async function send() {
   const room = state.current;
   let text = ta.value;
-  if (!room || !text.trim()) return;
+  const files = readyFiles(room);
+  if (!room || (!text.trim() && !(files && files.length))) return;
+  if (files === null) { setError(err, 'Wait until your files are uploaded.'); return; }
   if (parseSlash(text)) { await command(room, text); return; }
   if (text.startsWith('//')) text = text.slice(1);
   if (new TextEncoder().encode(text).length > MAX_BYTES) {
@@ -95,7 +98,8 @@ async function send() {
   renderHint();
   sendBtn.disabled = true;
   try {
-    const d = await api.post(room, text, seenTurns(room, text));
+    const d = await api.post(room, text, seenTurns(room, text), { files });
+    if (files.length) clearFiles(room);
     if (d && d.message) {
       const fresh = logFor(room).add(d.message);
       for (const r of d.receipts || []) if (mergeReceipt(r)) emit('receipt', r);
@@ -103,7 +107,7 @@ async function send() {
     }
   } catch (ex) {
     if (!ta.value) { ta.value = text; drafts.set(room, text); grow(); renderHint(); }
-    sendBtn.disabled = !ta.value.trim();
+    sendBtn.disabled = !ta.value.trim() && !hasFiles(state.current);
     setError(err, ex.status === 429 ? `Slow down: ${ex.message}` : ex.message);
   }
 }
@@ -117,7 +121,7 @@ async function command(room, text) {
   } catch (ex) {
     setError(err, ex.message);
   } finally {
-    sendBtn.disabled = !ta.value.trim();
+    sendBtn.disabled = !ta.value.trim() && !hasFiles(state.current);
   }
 }
 

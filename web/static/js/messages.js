@@ -73,15 +73,19 @@ export function flash(el) {
 export async function jumpTo(name, id) {
   if (room !== name) return false;
   const log = logFor(name);
-  for (let i = 0; i < 25 && !log.byId.has(id); i++) {
+  const deadline = Date.now() + 15000;
+  while (!log.byId.has(id) && room === name && Date.now() < deadline) {
+    if (log.loading) { await new Promise((r) => setTimeout(r, 50)); continue; }
     if (!log.loaded) { await loadLatest(name); continue; }
     if (log.reachedStart || id > log.newest) break;
-    const before = log.oldest;
-    const d = await api.messages(name, { before, limit: 200 });
-    for (const m of d.messages || []) log.add(m);
-    for (const r of d.receipts || []) mergeReceipt(r);
-    if ((d.messages || []).length < 200) log.reachedStart = true;
-    renderAll();
+    log.loading = true;
+    try {
+      const d = await api.messages(name, { before: log.oldest, limit: 200 });
+      for (const m of d.messages || []) log.add(m);
+      for (const r of d.receipts || []) mergeReceipt(r);
+      if ((d.messages || []).length < 200) log.reachedStart = true;
+    } catch { break; } finally { log.loading = false; }
+    if (room === name) renderAll();
   }
   const el = els.get(id);
   if (!el) return false;

@@ -13,6 +13,7 @@ import { renderReceipts } from './receipts.js';
 import { approvalCard } from './approvals.js';
 import { agentMentions } from './render/mentions.js';
 import { turnWords } from './render/threadline.js';
+import { markRead, lastReadOf } from './unread.js';
 import { storeMessage } from './chatevents.js';
 
 let open = null; // {room, root}
@@ -68,7 +69,7 @@ export function initThread() {
 
 export function threadOpen() { return open; }
 
-export async function openThread(room, root, { focus = false } = {}) {
+export async function openThread(room, root, { focus = false, highlight = 0 } = {}) {
   if (!open || open.root !== root) {
     open = { room, root };
     rootMsg = logFor(room).byId.get(root) || null;
@@ -82,7 +83,11 @@ export async function openThread(room, root, { focus = false } = {}) {
   document.getElementById('thread-room').textContent = roomLabel(state.rooms.get(room)) || room;
   redraw();
   await load();
-  if (focus || window.matchMedia('(pointer: fine)').matches) ta.focus();
+  const el = highlight && els.get(highlight);
+  if (el) {
+    el.classList.add('flash');
+    el.scrollIntoView({ block: 'center' });
+  } else if (focus || window.matchMedia('(pointer: fine)').matches) ta.focus();
 }
 
 export function closeThread() {
@@ -192,6 +197,15 @@ function redraw() {
   }
   if (atBottom) list.scrollTop = list.scrollHeight; else list.scrollTop = top;
   renderToggle();
+  readReplies();
+}
+
+// Replies seen in the open thread count as read once the channel is read
+// too (the hub's marker is one message id per room).
+function readReplies() {
+  if (!open || document.hidden) return;
+  const newest = threadLog(open.root).newest;
+  if (newest && logFor(open.room).newest <= lastReadOf(open.room)) markRead(open.room, newest);
 }
 
 function threadTurns() {
