@@ -477,8 +477,7 @@ func (l *Log) applyRetrying(batch []Entry) bool {
 			if l.failed.Swap(nil) != nil {
 				l.log.Info("projection resumed", "seq", keep[len(keep)-1].Seq)
 			}
-			l.applied.Store(keep[len(keep)-1].Seq)
-			l.deliver(outs, feed)
+			l.deliver(keep[len(keep)-1].Seq, outs, feed)
 			return true
 		}
 		f := &Failure{Reason: ReasonProjection, Err: err}
@@ -500,7 +499,21 @@ func (l *Log) applyRetrying(batch []Entry) bool {
 	}
 }
 
-func (l *Log) deliver(outs []Outcome, feed []chat.FeedItem) {
+// deliver hands the batch's feed to the subscribers (the node's caches and
+// live clients) first, and only then counts the batch applied and answers
+// the writers waiting for it: a writer that learns its change was applied
+// finds this node's caches current (a logout that returned is a session
+// this node no longer accepts).
+func (l *Log) deliver(seq uint64, outs []Outcome, feed []chat.FeedItem) {
+	l.mu.Lock()
+	subs := l.onFeed
+	l.mu.Unlock()
+	if len(feed) > 0 {
+		for _, f := range subs {
+			f(feed)
+		}
+	}
+	l.applied.Store(seq)
 	l.mu.Lock()
 	for _, o := range outs {
 		if w, ok := l.waiters[o.ID]; ok {
@@ -508,13 +521,7 @@ func (l *Log) deliver(outs []Outcome, feed []chat.FeedItem) {
 			delete(l.waiters, o.ID)
 		}
 	}
-	subs := l.onFeed
 	close(l.notify)
 	l.notify = make(chan struct{})
 	l.mu.Unlock()
-	if len(feed) > 0 {
-		for _, f := range subs {
-			f(feed)
-		}
-	}
 }

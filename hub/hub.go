@@ -64,6 +64,12 @@ type Config struct {
 	PublicURL string
 	// OriginPatterns are extra allowed WebSocket origins.
 	OriginPatterns []string
+	// TrustedProxies are the reverse proxies (addresses or CIDR prefixes)
+	// whose X-Forwarded-For and X-Forwarded-Proto the hub believes.
+	TrustedProxies []string
+	// MetricsAddr serves /metrics on its own listener (host:port); "" is
+	// off. The public listener never serves metrics.
+	MetricsAddr string
 	// WSQueue bounds each WebSocket client's outgoing queue (default 512).
 	WSQueue int
 	// SteerBurst and SteerRefill rate-limit mentions per sender and agent
@@ -77,8 +83,11 @@ type Config struct {
 	// bridges that were missed and closes them (default
 	// DefaultBridgeSweep).
 	BridgeSweep time.Duration
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// FileMaxBytes and FileQuota bound one uploaded file and all of one
+	// user's files (defaults room.DefaultFileMaxBytes, room.DefaultFileQuota).
+	FileMaxBytes, FileQuota int64
+	Logger                  *slog.Logger
+	Now                     func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -97,6 +106,9 @@ func (c *Config) Validate() error {
 	}
 	if err := checkPublicURL(c.PublicURL); err != nil {
 		return wh.Errorf(wh.EInvalid, "%v", err)
+	}
+	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return err
 	}
 	if c.NATSAddr == "" {
 		c.NATSAddr = DefaultNATSAddr
@@ -157,6 +169,9 @@ type Hub struct {
 	tls           *tls.Config
 	reg           *prometheus.Registry
 
+	metricsLn  net.Listener
+	metricsSrv *http.Server
+
 	mu         sync.Mutex
 	setupToken string
 }
@@ -195,13 +210,15 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log})
+	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
+		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota})
 	if err != nil {
 		return err
 	}
 	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_projection_applied_seq", Help: "Last event applied to this node's read model."},
 		func() float64 { return float64(h.rooms.Log.Applied()) }))
 
+	proxies, _ := ParseTrustedProxies(h.cfg.TrustedProxies)
 	h.web = web.New(web.Config{
 		Rooms:          h.rooms,
 		Agents:         h.link.api(),
@@ -212,6 +229,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		OriginPatterns: h.cfg.OriginPatterns,
 		QueueSize:      h.cfg.WSQueue,
 		Registry:       h.reg,
+		SecureCookies:  httpsPublicURL(h.cfg.PublicURL),
+		TrustedProxies: proxies,
 	})
 	h.rooms.Log.OnFeed(h.web.Publish)
 	if err := h.link.start(ctx, h); err != nil {
@@ -286,6 +305,9 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			h.log.Error("http server stopped", "err", err)
 		}
 	}()
+	if err := h.startOps(); err != nil {
+		return err
+	}
 	h.log.Info("hub ready", "url", h.URL(), "bridges", h.NATSURL(), "data", h.cfg.DataDir)
 	return nil
 }
@@ -302,6 +324,7 @@ func (h *Hub) ready() error {
 // Close shuts down in order: HTTP, WebSockets (1001), NATS drain, NATS
 // server, database — under ctx's deadline.
 func (h *Hub) Close(ctx context.Context) error {
+	h.stopOps(ctx)
 	if h.http != nil {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		h.http.Shutdown(sctx)

@@ -6,7 +6,7 @@ import { state, on, emit, logFor, threadLog, mergeReceipt, patchAgent, isDM } fr
 import { applyChatEvent } from './chatevents.js';
 import { actions } from './actions.js';
 import { Live } from './live.js';
-import { showLogin, showSetup, hideAuth } from './auth.js';
+import { showLogin, showSetup, showReset, hideAuth } from './auth.js';
 import { initSidebar, renderMe, roomHref } from './sidebar.js';
 import { loadUnread, primeUnread, seenRoom, noteIncoming, forgetRoom, initUnread, applyRead } from './unread.js';
 import { initMessages, showRoom, clearMessages, messageArrived, receiptChanged, rerender, feedReady, agentChanged } from './messages.js';
@@ -27,13 +27,28 @@ import { initEdit } from './edit.js';
 import { initUploads, loadUploadLimits, resetUploads } from './uploads.js';
 import { initSearch } from './search.js';
 import { initNotify, loadNotify, primeNotify, setLevelFromHub, resetNotify } from './notify.js';
+import { openPeople } from './people.js';
+import { openAccount } from './account.js';
 
 let live = null;
 let initialized = false;
 
 setUnauthenticatedHandler(() => sessionLost('Your session ended. Log in again.'));
 
+// A reset link an admin handed over: #reset=<code>.
+function resetCode() {
+  const m = /^#reset=(whr_[A-Za-z0-9_-]+)$/.exec(location.hash);
+  return m ? m[1] : '';
+}
+
 async function boot() {
+  const code = resetCode();
+  if (code) {
+    // The code leaves the address bar (and history) at once.
+    history.replaceState(null, '', '#/');
+    showReset(code, start, () => showLogin(start));
+    return;
+  }
   try {
     start(await api.me());
   } catch (ex) {
@@ -53,7 +68,7 @@ function initOnce() {
   if (initialized) return;
   initialized = true;
   initSidebar({
-    onLogout: logout, onPairing: openPairing, onTokens: openTokens, onAdmin: openAdmin,
+    onLogout: logout, onPairing: openPairing, onTokens: openTokens, onAdmin: openPeople, onAccount: openAccount,
     onCreateRoom: openCreateRoom, onBrowse: openBrowse, onStartDM: openStartDM,
   });
   initMessages();
@@ -99,7 +114,7 @@ async function start(me) {
     since,
     onEvent,
     onReady: ({ first }) => { feedReady(); if (!first) { refreshRooms(); if (state.current) loadRoomAgents(state.current); } },
-    onUnauthenticated: () => sessionLost('Your session ended. Log in again.'),
+    onUnauthenticated: (why) => sessionLost(endedNotice(why)),
   });
   live.start();
   primeUnread(rooms);
@@ -251,7 +266,16 @@ function onEvent(ev) {
   }
 }
 
+// endedNotice words the hub's close reason ("session ended: your password
+// was changed") for the login screen.
+function endedNotice(why) {
+  if (!why) return 'Your session ended. Log in again.';
+  const text = String(why).replace(/^session ended:\s*/, '');
+  return `Your session ended: ${text}. Log in again.`;
+}
+
 async function logout() {
+  if (live) { live.stop(); live = null; }
   try { await api.logout(); } catch { /* the session is gone either way */ }
   sessionLost('You are logged out.');
 }
