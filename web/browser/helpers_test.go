@@ -178,6 +178,19 @@ func eval[T any](t testing.TB, p *page, expr string) T {
 	return v
 }
 
+// evalAwait is eval for an expression that returns a promise: it waits
+// for the promise and decodes what it resolves to.
+func evalAwait[T any](t testing.TB, p *page, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%s: evaluate %s: %v", p.name, expr, err)
+	}
+	return v
+}
+
 // waitJS polls a JavaScript condition in the page until it is truthy or
 // the deadline passes.
 func (p *page) waitJS(t testing.TB, what, cond string) {
@@ -238,7 +251,19 @@ func (p *page) click(t testing.TB, sel string) {
 		}
 		return true;
 	})()`, js(sel)))
-	p.do(t, "click "+sel, chromedp.Click(css(sel)))
+	// A list re-rendered between finding the node and clicking it (the
+	// room list redraws on every unread change): find it again.
+	for i := 0; ; i++ {
+		ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
+		err := chromedp.Do(ctx, chromedp.Click(css(sel)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if i == 2 || !strings.Contains(err.Error(), "Could not find node") {
+			t.Fatalf("%s: click %s: %v\n%s", p.name, sel, err, p.snapshot())
+		}
+	}
 }
 
 // fill replaces the value of the input sel by typing text.

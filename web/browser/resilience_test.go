@@ -112,8 +112,7 @@ func (s *suite) phone(t *testing.T) {
 	b.gone(t, "#sidebar")    // a drawer now
 	b.gone(t, "#side-panel") // a drawer too
 	b.visible(t, "#composer")
-	last := messageJS("alice", "md-end")
-	b.waitJS(t, "the newest message in view", fmt.Sprintf(`(() => { const m = %s; if (!m) return false; const r = m.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; })()`, last))
+	b.waitJS(t, "the newest message in view", `(() => { const m = [...document.querySelectorAll('#messages .message[data-id]')].pop(); if (!m) return false; const r = m.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; })()`)
 	if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 390 {
 		t.Errorf("the page is %d px wide on a 390 px phone: it scrolls sideways", w)
 	}
@@ -129,6 +128,16 @@ func (s *suite) phone(t *testing.T) {
 	b.visible(t, `#side-panel .agent-row[data-handle="alice/demo"]`)
 	b.click(t, "#panel-close")
 	b.gone(t, "#side-panel")
+
+	// A thread takes the whole screen; its message box is in reach.
+	root := messageJS("bob", "@alice/demo delete README.md")
+	b.waitJS(t, "the mention that started a turn", root)
+	eval[bool](t, b, `(() => { `+root+`.scrollIntoView({ block: 'center' }); return true; })()`)
+	b.openThreadOf(t, root)
+	b.waitJS(t, "the thread across the screen", `(() => { const r = document.querySelector('#thread-panel').getBoundingClientRect(); return r.left === 0 && r.width === 390; })()`)
+	b.visible(t, "#thread-composer")
+	b.shot(t, s.shots, "phone-thread")
+	b.closeThread(t)
 }
 
 func (s *suite) reconnect(t *testing.T) {

@@ -50,6 +50,7 @@ export function initNotify() {
   on('current', () => { toggleMenu(false); renderButton(); });
   on('rooms', renderButton);
   on('message', onMessage);
+  on('reply', onMessage); // a mention of you in a thread, too
   on('approvals', onApprovals);
   on('invitations', onInvitations);
 }

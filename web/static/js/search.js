@@ -73,7 +73,10 @@ function openSearch() {
   }
   const runSoon = debounce(() => run(false), 250);
   input.addEventListener('input', runSoon);
-  input.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); run(false); } });
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') { e.preventDefault(); run(false); }
+    if (e.key === 'Escape') { e.preventDefault(); dlg.close(); } // not just clear the field
+  });
   scope.addEventListener('change', () => run(false));
   more.addEventListener('click', () => run(true));
   results.addEventListener('keydown', (e) => {

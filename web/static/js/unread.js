@@ -156,8 +156,9 @@ export function applyRead(d) {
   const r = room(d.room);
   if (!r) return;
   if ((d.lastRead || 0) < (r.lastRead || 0)) return; // an older answer
+  const same = r.lastRead === (d.lastRead || 0) && (r.unread || 0) === (d.unread || 0) && (r.mentions || 0) === (d.mentions || 0);
   Object.assign(r, { lastRead: d.lastRead || 0, unread: d.unread || 0, mentions: d.mentions || 0 });
-  emit('unread');
+  if (!same) emit('unread');
 }
 
 export function forgetRoom(name) {

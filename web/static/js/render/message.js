@@ -41,7 +41,11 @@ function body(m) {
   const kind = collapsible(m);
   if (!kind) {
     if (m.text) el.append(render(m.text, { me: state.me?.name }));
-    if (m.editedAt) el.append(edited(m));
+    if (m.editedAt) {
+      // At the end of the last paragraph when there is one.
+      const last = el.querySelector('.md')?.lastElementChild;
+      (last && last.tagName === 'P' ? last : el).append(edited(m));
+    }
     return el;
   }
   const text = String(m.text || '');
