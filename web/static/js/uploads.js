@@ -105,7 +105,7 @@ function render() {
       onclick: () => { pending.set(state.current, (pending.get(state.current) || []).filter((x) => x !== p)); render(); document.getElementById('composer').dispatchEvent(new Event('input', { bubbles: true })); },
     }, icon('close'));
     box.append(h('li', { class: 'attachment', dataset: { state: p.state, name: p.name } },
-      p.state === 'ready' && isImage(p.file) ? h('img', { class: 'attachment-thumb', src: p.file.url, alt: '' }) : h('span', { class: 'attachment-icon', 'aria-hidden': 'true' }, p.state === 'uploading' ? h('span', { class: 'spinner' }) : '📄'),
+      p.state === 'ready' && isImage(p.file) && String(p.file.url).startsWith('/api/v1/') ? h('img', { class: 'attachment-thumb', src: p.file.url, alt: '' }) : h('span', { class: 'attachment-icon', 'aria-hidden': 'true' }, p.state === 'uploading' ? h('span', { class: 'spinner' }) : '📄'),
       h('span', { class: 'attachment-text' },
         h('span', { class: 'attachment-name' }, p.name),
         h('span', { class: 'attachment-sub' }, p.state === 'error' ? `not sent: ${p.error}` : p.state === 'uploading' ? `uploading… ${fmtSize(p.size)}` : fmtSize(p.file.size))),
