@@ -310,7 +310,7 @@ func (l *Log) Append(ctx context.Context, ev chat.Event) (uint64, error) {
 		}
 		l.mu.Unlock()
 	}()
-	ack, err := l.js.Publish(ctx, SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+	ack, err := l.publish(ctx, ev, data)
 	if err != nil {
 		return 0, l.publishErr(err)
 	}
@@ -343,11 +343,33 @@ func (l *Log) Record(ctx context.Context, ev chat.Event) (uint64, error) {
 	if err != nil {
 		return 0, wh.Wrap(err, "encode event")
 	}
-	ack, err := l.js.Publish(ctx, SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+	ack, err := l.publish(ctx, ev, data)
 	if err != nil {
 		return 0, l.publishErr(err)
 	}
 	return ack.Sequence, nil
+}
+
+// errDuplicateInProcess: another publisher (another hub node noticing the
+// same thing) is storing an event with this id right now.
+const errDuplicateInProcess jetstream.ErrorCode = 10158
+
+// publish publishes ev. When another node is storing the same event id at
+// that moment, it asks again shortly: the answer is then the duplicate's
+// ack, as for any retry.
+func (l *Log) publish(ctx context.Context, ev chat.Event, data []byte) (*jetstream.PubAck, error) {
+	for wait := 20 * time.Millisecond; ; wait *= 2 {
+		ack, err := l.js.Publish(ctx, SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != errDuplicateInProcess || wait > time.Second {
+			return ack, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // publishErr says which: storage full (507) or the log unavailable (503).
