@@ -104,6 +104,12 @@ func (s *suite) mentionReceipt(t *testing.T) {
 	b.visible(t, `#thread-messages .message[data-author="alice/demo"][data-author-kind="agent"] .tag-agent`)
 	b.visible(t, `#thread-messages .activity-group[data-author="alice/demo"]`) // progress folds into Activity
 	b.shot(t, s.shots, "thread")
+	// The reply box completes @mentions too.
+	b.fill(t, "#thread-composer", "@alice/de")
+	b.visible(t, `#thread-mention-list .mention-option[data-value="alice/demo"]`)
+	b.do(t, "press Esc", chromedp.KeyEvent(kb.Escape))
+	b.gone(t, "#thread-mention-list")
+	eval[bool](t, b, `(() => { const e = document.querySelector('#thread-composer'); e.value = ''; return true; })()`)
 	b.closeThread(t)
 }
 

@@ -15,13 +15,14 @@ import { agentMentions } from './render/mentions.js';
 import { turnWords } from './render/threadline.js';
 import { markRead, lastReadOf } from './unread.js';
 import { storeMessage } from './chatevents.js';
+import { initMentions } from './mentions.js';
 
 let open = null; // {room, root}
 let rootMsg = null;
 let els = new Map();
 let loading = false;
 let errorText = '';
-let panel, list, ta, form, err, toggle, toggleBox, sendBtn;
+let panel, list, ta, form, err, toggle, toggleBox, sendBtn, mentions;
 
 export function initThread() {
   ta = h('textarea', { id: 'thread-composer', rows: 1, placeholder: 'Reply in the thread', 'aria-label': 'Reply in the thread', autocomplete: 'off' });
@@ -29,8 +30,13 @@ export function initThread() {
   toggle = h('input', { id: 'thread-address', type: 'checkbox' });
   toggleBox = h('label', { class: 'thread-address', hidden: true }, toggle, h('span', { id: 'thread-address-text' }));
   err = h('p', { id: 'thread-error', class: 'form-error', role: 'alert', hidden: true });
+  const mentionList = h('ul', { id: 'thread-mention-list', class: 'mention-list', role: 'listbox', 'aria-label': 'Mention suggestions', hidden: true });
+  ta.setAttribute('role', 'combobox');
+  ta.setAttribute('aria-autocomplete', 'list');
+  ta.setAttribute('aria-expanded', 'false');
+  ta.setAttribute('aria-controls', 'thread-mention-list');
   form = h('form', { id: 'thread-form', class: 'composer thread-composer' },
-    toggleBox, h('div', { class: 'composer-box' }, ta, sendBtn), err);
+    toggleBox, h('div', { class: 'composer-box' }, ta, mentionList, sendBtn), err);
   list = h('div', { id: 'thread-messages', class: 'messages thread-messages', role: 'log', 'aria-label': 'Thread', tabindex: '0' });
   panel = h('aside', { id: 'thread-panel', class: 'thread-panel', 'aria-labelledby': 'thread-title', hidden: true },
     h('header', { class: 'thread-head' },
@@ -39,9 +45,11 @@ export function initThread() {
     list, form);
   document.getElementById('app-screen').append(panel);
 
+  mentions = initMentions(ta, mentionList);
   form.addEventListener('submit', (e) => { e.preventDefault(); send(); });
   ta.addEventListener('keydown', (e) => {
     if (e.isComposing || e.keyCode === 229) return;
+    if (mentions.handleKey(e)) { e.preventDefault(); e.stopPropagation(); return; }
     if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) { e.preventDefault(); form.requestSubmit(); }
     if (e.key === 'Escape' && !ta.value) closeThread();
   });
