@@ -32,6 +32,7 @@ func (s *Store) registerCoreAppliers() {
 	s.appliers[chat.EvMemberAdded] = applyMemberAdded
 	s.appliers[chat.EvMemberRemoved] = applyMemberRemoved
 	s.appliers[chat.EvMessagePosted] = s.applyMessagePosted
+	s.appliers[chat.EvRoomTopicSet] = applyRoomTopicSet
 }
 
 // ts formats times for storage: fixed width, so SQL compares them in order.

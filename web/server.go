@@ -222,6 +222,7 @@ func (s *Server) routes() http.Handler {
 	api("GET /api/v1/rooms", s.authed(s.getRooms))
 	api("POST /api/v1/rooms", s.authed(s.postRoom))
 	api("GET /api/v1/rooms/{room}", s.authed(s.getRoom))
+	api("PATCH /api/v1/rooms/{room}", s.authed(s.patchRoom))
 	api("GET /api/v1/rooms/{room}/members", s.authed(s.getMembers))
 	api("POST /api/v1/rooms/{room}/members", s.authed(s.postMember))
 	api("DELETE /api/v1/rooms/{room}/members/{user}", s.authed(s.deleteMember))

@@ -44,6 +44,18 @@ export function awaitingMyDecision() {
   return [...state.approvals.values()].filter((a) => a.status === 'pending' && a.owner === state.me?.name);
 }
 
+// decideApproval records the owner's decision on a, bound to the payload
+// hash shown, and stores the answer (the cards and /approve, /deny).
+export async function decideApproval(a, decision) {
+  try {
+    const d = await api.decideApproval(a.id, decision, a.payloadHash);
+    upsertApproval((d && d.approval) || { id: a.id, status: decision === 'approve' ? 'approved' : 'denied', decidedBy: state.me.name });
+  } catch (ex) {
+    if (ex.reason === 'hash-mismatch') ex.message = `The request changed since it was shown (hash mismatch) — nothing was approved. ${ex.message}`;
+    throw ex;
+  }
+}
+
 function statusLabel(a) {
   switch (a.status) {
     case 'pending': return 'needs approval';
@@ -105,11 +117,9 @@ export function approvalCard(a, { compact = false } = {}) {
       setError(err, '');
       actions.querySelectorAll('button').forEach((b) => { b.disabled = true; });
       try {
-        const d = await api.decideApproval(a.id, decision, a.payloadHash);
-        upsertApproval((d && d.approval) || { id: a.id, status: decision === 'approve' ? 'approved' : 'denied', decidedBy: state.me.name });
+        await decideApproval(a, decision);
       } catch (ex) {
-        const msg = ex.reason === 'hash-mismatch' ? `The request changed since it was shown (hash mismatch) — nothing was approved. ${ex.message}` : ex.message;
-        setError(err, msg);
+        setError(err, ex.message);
         actions.querySelectorAll('button').forEach((b) => { b.disabled = false; });
       }
     };
