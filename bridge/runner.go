@@ -333,7 +333,10 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 		return reject(wire.ReasonAgentFailed, "the agent could not start a turn: "+err.Error())
 	}
 	r.mu.Lock()
-	if r.turnID == "" { // the harness may have reported it already
+	// The harness may have reported the turn already — started, or even
+	// started and ended before StartTurn returned: a turn that ended is
+	// never made current again.
+	if r.turnID == "" && r.lastEnded != id {
 		r.turnID, r.status = id, wire.AgentWorking
 	}
 	r.mu.Unlock()
