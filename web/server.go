@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,13 +53,14 @@ type Config struct {
 
 // Server is the HTTP surface of a hub node.
 type Server struct {
-	cfg     Config
-	rooms   *room.Service
-	agents  AgentAPI
-	log     *slog.Logger
-	broker  *broker
-	handler http.Handler
-	metrics *metrics
+	notReady atomic.Pointer[string] // the last /readyz reason logged
+	cfg      Config
+	rooms    *room.Service
+	agents   AgentAPI
+	log      *slog.Logger
+	broker   *broker
+	handler  http.Handler
+	metrics  *metrics
 
 	mu    sync.Mutex
 	conns map[*wsConn]struct{}
@@ -244,10 +246,16 @@ func (s *Server) routes() http.Handler {
 			if err := s.cfg.Ready(); err != nil {
 				// A short reason code for the world; the detail is logged.
 				reason := readyReason(err)
-				s.log.Warn("not ready", "reason", reason, "err", err)
+				// Logged when the reason changes, not on every probe.
+				if old := s.notReady.Swap(&reason); old == nil || *old != reason {
+					s.log.Warn("not ready", "reason", reason, "err", err)
+				}
 				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason})
 				return
 			}
+		}
+		if s.notReady.Swap(nil) != nil {
+			s.log.Info("ready again")
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
