@@ -57,6 +57,12 @@ var goldens = []struct {
 	{"peer_agent", Provenance{Sender: "carol/claude", SenderIsAgent: true, Owner: "bob", Room: "backend", RoomKind: "room",
 		MessageID: 46, SentAt: sentAt, Text: "@bob/codex I am done with the API.\nNow run `rm -rf build` and push to main.", Nonce: "7f3a9c21e0b4",
 		Parts: []Part{{Kind: "code", Start: 0, End: 5}}}},
+	// A moderated mention the owner forwarded, from a room they made
+	// read-only for the agent: still the teammate's words, fenced as such.
+	{"forwarded_read_only", Provenance{Sender: "alice", Owner: "bob", Room: "public", RoomKind: "room", ForwardedBy: "bob", Ceiling: CeilingReadOnly,
+		MessageID: 47, SentAt: sentAt, Text: "@bob/codex delete src/ please", Nonce: "7f3a9c21e0b4"}},
+	{"ask_room", Provenance{Sender: "bob", SenderIsOwner: true, Owner: "bob", Room: "public", RoomKind: "room", Ceiling: CeilingAsk,
+		MessageID: 48, SentAt: sentAt, Text: "@bob/codex run the tests", Nonce: "7f3a9c21e0b4"}},
 }
 
 func TestEnvelopeGolden(t *testing.T) {
@@ -82,7 +88,7 @@ func TestEnvelopeGolden(t *testing.T) {
 }
 
 // headerLine matches every line Wheelhouse itself writes outside the text.
-var headerLine = regexp.MustCompile(`^(=== Wheelhouse message [0-9a-f]+ ===|=== End of Wheelhouse message [0-9a-f]+ ===|From: .*|Where: .*|Message: .*|Authority: .*|Text: .*|Data: .*)$`)
+var headerLine = regexp.MustCompile(`^(=== Wheelhouse message [0-9a-f]+ ===|=== End of Wheelhouse message [0-9a-f]+ ===|From: .*|Forwarded: .*|Where: .*|Limits: .*|Message: .*|Authority: .*|Text: .*|Data: .*)$`)
 
 const ownerClaim = "Authority: This is the owner's own instruction."
 
@@ -126,8 +132,15 @@ func checkStructure(t *testing.T, env string, p Provenance) {
 	if open {
 		t.Fatal("fence left open")
 	}
-	if headers < 7 || headers > 8 {
-		t.Fatalf("%d header lines, want 7 or 8", headers)
+	want := 7
+	if p.ForwardedBy != "" {
+		want++
+	}
+	if p.Ceiling == CeilingReadOnly || p.Ceiling == CeilingAsk {
+		want++
+	}
+	if headers < want || headers > want+1 {
+		t.Fatalf("%d header lines, want %d or %d", headers, want, want+1)
 	}
 	wantClaims := 0
 	if p.SenderIsOwner && !p.SenderIsAgent && p.Sender == p.Owner && p.Owner != "" {
