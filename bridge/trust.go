@@ -69,8 +69,8 @@ type agentTrust struct {
 	// Config is a digest of the agent's policy and rooms in the bridge's
 	// config file when Policy and the overrides were recorded; an edited
 	// config starts over from the file.
-	Config string       `json:"config"`
-	Policy *wire.Policy `json:"policy,omitempty"` // nil: the config's
+	Config string                `json:"config"`
+	Policy *wire.Policy          `json:"policy,omitempty"` // nil: the config's
 	Rooms  map[string]*roomGrant `json:"rooms"`
 }
 
