@@ -434,10 +434,7 @@ func normalizePolicy(p *wire.Policy) {
 	}
 }
 
-func limitsOf(p wire.Policy) authz.Limits {
-	return authz.Limits{Address: p.Address, Allowed: p.Allowed, Steering: p.Steering, MaxSteers: p.MaxSteers, Grace: p.Grace.D(),
-		StartOnEnded: p.StartOnEnded, MaxAge: p.MaxAge.D(), AutoApprove: p.AutoApprove}
-}
+func limitsOf(p wire.Policy) authz.Limits { return p.Limits() }
 
 // describeLimits says what the config allows for the named fields.
 func describeLimits(p wire.Policy, fields []string) string {

@@ -25,6 +25,12 @@ type Agent struct {
 	Policy    *wire.Policy `json:"policy,omitempty"` // shown to the owner only
 	Mode      string       `json:"mode,omitempty"`
 	ModeText  string       `json:"modeText,omitempty"`
+	// Ceiling is what turns from the room in view may do (room listings
+	// only): normal, ask or read-only.
+	Ceiling string `json:"ceiling,omitempty"`
+	// Grants are the rooms the agent's bridge lets it act in, with their
+	// ceilings, as the bridge last reported them (owner only).
+	Grants []wire.RoomGrant `json:"grants,omitempty"`
 	// Effective is the agent's policy, also when Policy is hidden from
 	// the caller.
 	Effective wire.Policy `json:"-"`
@@ -80,7 +86,14 @@ type Approval struct {
 	Sandbox     string    `json:"sandbox"` // where the call runs, as the bridge states it
 	Status      string    `json:"status"`
 	DecidedBy   string    `json:"decidedBy,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
+	// DecidedDevice and DeviceName name the owner device whose signed
+	// decision the bridge accepted ("" when decided on the bridge machine).
+	DecidedDevice string `json:"decidedDevice,omitempty"`
+	DeviceName    string `json:"deviceName,omitempty"`
+	// Unverified says why a decision on this request could not be
+	// verified on the owner's machine (and was refused), if one was.
+	Unverified string `json:"unverified,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 	Expires     time.Time `json:"expires"`
 	At          time.Time `json:"at"`
 }
@@ -94,6 +107,8 @@ type Receipt struct {
 	Sender    string     `json:"sender"`
 	Status    string     `json:"status"`
 	Via       string     `json:"via,omitempty"` // how it reached the agent, once Status is the turn's outcome
+	// ForwardedBy: a held (moderated) mention the owner forwarded.
+	ForwardedBy string `json:"forwardedBy,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
 	Detail    string     `json:"detail,omitempty"`
 	TurnID    string     `json:"turnId,omitempty"`

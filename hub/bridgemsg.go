@@ -35,7 +35,9 @@ func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wi
 	if a.Version != wire.Version {
 		return wire.AnnounceAck{Ack: wire.Ack{Code: wh.EInvalid, Message: fmt.Sprintf("this hub speaks protocol %d, the bridge %d: upgrade the older one", wire.Version, a.Version)}}
 	}
-	ack := wire.AnnounceAck{Ack: wire.Ack{OK: true}, Owner: b.Owner, Policies: map[string]wire.Policy{}}
+	// The bridge holds its agents' policies (the owner's signed decisions
+	// widen them, nothing else does): the ack names none.
+	ack := wire.AnnounceAck{Ack: wire.Ack{OK: true}, Owner: b.Owner}
 	announced := map[string]bool{}
 	for _, info := range a.Agents {
 		announced[info.Name] = true
@@ -69,7 +71,6 @@ func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wi
 		if err != nil {
 			return wire.AnnounceAck{Ack: ackErr(err)}
 		}
-		ack.Policies[info.Name] = cur.EffectivePolicy()
 		// A turn the hub saw running that the (restarted) bridge does not
 		// have any more ended without a word: it failed.
 		if cur.TurnID != "" && cur.TurnID != info.TurnID {
@@ -102,7 +103,11 @@ func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wi
 	}
 	p.lastSeen = time.Now()
 	p.callTimeout = a.CallTimeout.D()
+	for _, info := range a.Agents {
+		p.agents[info.Name] = info
+	}
 	l.mu.Unlock()
+	l.syncOwner(ctx, b, a)
 	ack.HubTime = l.rooms.Now().UTC()
 	return ack
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,12 +33,28 @@ const (
 )
 
 // routedKinds are the events the router acts on.
-var routedKinds = []string{chat.EvMessagePosted, chat.EvBridgeRevoked}
+var routedKinds = []string{chat.EvMessagePosted, chat.EvBridgeRevoked, chat.EvSteerForwarded}
 
 // startRouter creates (once) and consumes the shared durable consumer.
 func (l *Link) startRouter(ctx context.Context) error {
 	js := l.h.js
+	var subjects []string
+	for _, k := range routedKinds {
+		subjects = append(subjects, eventlog.SubjectPrefix+k)
+	}
 	cons, err := js.Consumer(ctx, eventlog.StreamName, routerName)
+	if err == nil {
+		// A consumer an older hub created may lack kinds routed since.
+		if info := cons.CachedInfo(); info != nil && !sameSet(info.Config.FilterSubjects, subjects) {
+			cfg := info.Config
+			cfg.FilterSubjects, cfg.FilterSubject = subjects, ""
+			if updated, uerr := js.UpdateConsumer(ctx, eventlog.StreamName, cfg); uerr == nil {
+				cons = updated
+			} else {
+				l.log.Warn("could not update the router consumer's subjects", "err", uerr)
+			}
+		}
+	}
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		st, err := js.Stream(ctx, eventlog.StreamName)
 		if err != nil {
@@ -46,10 +63,6 @@ func (l *Link) startRouter(ctx context.Context) error {
 		info, err := st.Info(ctx)
 		if err != nil {
 			return wh.Wrap(err, "read the event stream")
-		}
-		var subjects []string
-		for _, k := range routedKinds {
-			subjects = append(subjects, eventlog.SubjectPrefix+k)
 		}
 		// New from here: mentions logged before there was a router were
 		// routed when they were posted.
@@ -130,6 +143,11 @@ func (l *Link) route(m jetstream.Msg) {
 	switch ev.Type {
 	case chat.EvMessagePosted:
 		l.routeMessage(ctx, int64(seq))
+	case chat.EvSteerForwarded:
+		var d chat.SteerForwarded
+		if json.Unmarshal(ev.Data, &d) == nil && !d.Decline {
+			l.routeForwarded(ctx, d.ID)
+		}
 	case chat.EvBridgeRevoked:
 		var d chat.BridgeRevoked
 		if json.Unmarshal(ev.Data, &d) == nil {
@@ -155,6 +173,21 @@ func (l *Link) routeMessage(ctx context.Context, msgID int64) {
 		}
 	}
 	wg.Wait()
+}
+
+// routeForwarded delivers a moderated mention its owner forwarded.
+func (l *Link) routeForwarded(ctx context.Context, steerID string) {
+	o, err := l.rooms.ForwardedSteer(ctx, steerID)
+	if err != nil {
+		return // answered meanwhile, or applied on another node's terms
+	}
+	done := make(chan struct{})
+	if l.queueSteer(*o, func() { close(done) }) {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // agentSender delivers one agent's steers in order.
@@ -251,7 +284,7 @@ func (l *Link) deliverSteer(o store.Outbound) {
 	now := l.rooms.Now()
 	st := wire.Steer{ID: o.SteerID, Agent: a.Name, Owner: a.Owner, Room: o.Room, RoomKind: roomKind(o.Room), MessageID: o.MessageID,
 		Sender: o.Sender, SenderIsOwner: o.Sender == a.Owner, SentAt: o.SentAt, Text: o.Text, Stop: o.Stop, ExpectedTurn: o.ExpectedTurn,
-		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: l.timelineHead(ctx, a.ID)}
+		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: l.timelineHead(ctx, a.ID), ForwardedBy: o.ForwardedBy, Forward: o.Forward}
 	for _, p := range o.Parts {
 		st.Parts = append(st.Parts, wire.Part{Kind: p.Kind, Start: p.Start, End: p.End})
 	}
@@ -329,4 +362,11 @@ func (l *Link) AwaitReceipts(ctx context.Context, m *chat.Message) []chat.Receip
 			return rs
 		}
 	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

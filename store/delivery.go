@@ -42,6 +42,10 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 			dec := authz.MayAddress(authz.AddressCheck{Sender: d.Author, SenderIsMember: true, AgentInRoom: in,
 				Owner: a.Owner, Address: pol.Address, Allowed: pol.Allowed, Stop: st.stop})
 			switch {
+			case dec.Reason == authz.ReasonModerated:
+				// The owner reads it first: it waits, and the owner is told.
+				exp := at.Add(HeldTTL)
+				st.status, st.reason, st.detail, st.expires = wire.StatusHeld, wire.ReasonModerated, "waiting for @"+a.Owner, &exp
 			case !dec.Allow:
 				st.status, st.reason, st.detail = wire.StatusRejected, dec.Reason, dec.Message
 			case a.Bridge == "":
@@ -71,6 +75,12 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 			return nil, err
 		}
 		feed = append(feed, items...)
+		if st.status == wire.StatusHeld {
+			if items, err = heldFeedTx(ctx, tx, seq, id, at); err != nil {
+				return nil, err
+			}
+			feed = append(feed, items...)
+		}
 	}
 	return feed, nil
 }
@@ -81,11 +91,16 @@ type steerRow struct {
 	sender, status, reason, detail string
 	expectedTurn                   string
 	stop                           bool
+	expires                        *time.Time
 }
 
 func (st steerRow) insertTx(ctx context.Context, tx *sql.Tx, at time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, expected_turn, stop, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.id, st.messageID, st.roomID, st.agentID, st.sender, st.status, st.reason, st.detail, st.expectedTurn, st.stop, ts(at))
+	var exp any
+	if st.expires != nil {
+		exp = ts(*st.expires)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, expected_turn, stop, expires_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.id, st.messageID, st.roomID, st.agentID, st.sender, st.status, st.reason, st.detail, st.expectedTurn, st.stop, exp, ts(at))
 	return err
 }
 
@@ -318,31 +333,44 @@ type Outbound struct {
 	Text         string
 	Parts        []chat.Part
 	SentAt       time.Time
+	// Forward is the owner's signed forward of a moderated mention.
+	Forward *wire.Signed
 }
+
+const outboundQuery = `SELECT s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason,
+		s.detail, s.turn_id, s.expires_at, s.updated_at, s.expected_turn, s.stop, m.text, m.parts, m.created_at, s.forwarded_by, s.forward
+		FROM steers s JOIN rooms r ON r.id = s.room_id JOIN messages m ON m.id = s.message_id
+		LEFT JOIN agents a ON a.id = s.agent_id LEFT JOIN users u ON u.id = a.owner_id`
 
 // PendingSteersOf lists the steers of a message still waiting for the
 // router, with the message they carry.
 func (s *Store) PendingSteersOf(ctx context.Context, messageID int64) ([]Outbound, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason,
-		s.detail, s.turn_id, s.expires_at, s.updated_at, s.expected_turn, s.stop, m.text, m.parts, m.created_at
-		FROM steers s JOIN rooms r ON r.id = s.room_id JOIN messages m ON m.id = s.message_id
-		LEFT JOIN agents a ON a.id = s.agent_id LEFT JOIN users u ON u.id = a.owner_id
-		WHERE s.message_id = ? AND s.status = 'pending' ORDER BY s.id`, messageID)
+	rows, err := s.db.r.QueryContext(ctx, outboundQuery+` WHERE s.message_id = ? AND s.status = 'pending' ORDER BY s.id`, messageID)
 	if err != nil {
 		return nil, wh.Wrap(err, "read steers")
 	}
 	defer rows.Close()
+	return scanOutbounds(rows)
+}
+
+func scanOutbounds(rows *sql.Rows) ([]Outbound, error) {
 	var out []Outbound
 	for rows.Next() {
 		var o Outbound
 		var exp sql.NullString
-		var at, parts, sent string
+		var at, parts, sent, forward string
 		if err := rows.Scan(&o.SteerID, &o.MessageID, &o.Room, &o.Agent, &o.Sender, &o.Status, &o.Via, &o.Reason, &o.Detail, &o.TurnID, &exp, &at,
-			&o.ExpectedTurn, &o.Stop, &o.Text, &parts, &sent); err != nil {
+			&o.ExpectedTurn, &o.Stop, &o.Text, &parts, &sent, &o.ForwardedBy, &forward); err != nil {
 			return nil, wh.Wrap(err, "read steers")
 		}
 		json.Unmarshal([]byte(parts), &o.Parts)
 		o.SentAt, _ = time.Parse(time.RFC3339Nano, sent)
+		if forward != "" {
+			var sig wire.Signed
+			if json.Unmarshal([]byte(forward), &sig) == nil {
+				o.Forward = &sig
+			}
+		}
 		out = append(out, o)
 	}
 	return out, rows.Err()

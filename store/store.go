@@ -42,6 +42,7 @@ func Open(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, err
 	s := &Store{db: db, logger: logger, appliers: map[string]applier{}}
 	s.registerCoreAppliers()
 	s.registerAgentAppliers()
+	s.registerOwnerAppliers()
 	return s, nil
 }
 

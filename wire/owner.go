@@ -312,3 +312,9 @@ func (g *RoomGrant) validate() error {
 	}
 	return nil
 }
+
+// Limits is the part of p that says how much the agent lets others do.
+func (p Policy) Limits() authz.Limits {
+	return authz.Limits{Address: p.Address, Allowed: p.Allowed, Steering: p.Steering, MaxSteers: p.MaxSteers, Grace: p.Grace.D(),
+		StartOnEnded: p.StartOnEnded, MaxAge: p.MaxAge.D(), AutoApprove: p.AutoApprove}
+}
