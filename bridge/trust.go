@@ -351,3 +351,34 @@ func (t *trustStore) setGrant(agent, room, ceiling, by string, removed bool) err
 	t.agent(agent).Rooms[room] = &roomGrant{Ceiling: ceiling, By: by, At: t.now().UTC(), Removed: removed, FromConfig: inConfig}
 	return t.saveLocked()
 }
+
+// The owner's CLI reads and changes the trust store directly when no
+// bridge runs (a lost laptop is revoked whether or not the bridge is up).
+
+// TrustedDevices lists the devices in the trust store at path.
+func TrustedDevices(path string) ([]wire.Device, error) {
+	t, err := openTrust(path, time.Now, nil)
+	if err != nil {
+		return nil, err
+	}
+	return t.devices(), nil
+}
+
+// RevokeTrusted revokes a device in the trust store at path.
+func RevokeTrusted(path, id string) (wire.Device, error) {
+	t, err := openTrust(path, time.Now, nil)
+	if err != nil {
+		return wire.Device{}, err
+	}
+	return t.revoke(id)
+}
+
+// GrantRoom records in the trust store at path that agent may act in room
+// (the owner's consent, given on this machine).
+func GrantRoom(path, agent, room string) error {
+	t, err := openTrust(path, time.Now, nil)
+	if err != nil {
+		return err
+	}
+	return t.setGrant(agent, room, authz.CeilingNormal, "bridge", false)
+}

@@ -73,7 +73,7 @@ harness = "demo"
 %s
 `, creds, policy)), 0o600)
 	r.startBridge()
-	r.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	r.alice.AddAgent("dev", "alice/demo")
 	return r
 }
 

@@ -78,7 +78,7 @@ func TestTLSEndToEnd(t *testing.T) {
 		os.WriteFile(cfg, []byte("[[agent]]\nname = \"demo\"\nharness = \"demo\"\noptions = { steps = \"1\", step = \"10ms\" }\n"), 0o600)
 		br := startProc(t, homeEnv(t), "bridge", "run", "--config", cfg, "--credentials", creds, "--socket", filepath.Join(t.TempDir(), "b.sock"))
 		br.expect(t, `connected to https://127\.0\.0\.1:\d+ as bridge`)
-		admin.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "admin/demo"})
+		admin.AddAgent("dev", "admin/demo")
 		r := admin.Must(201, "POST", "/api/v1/rooms/dev/messages", map[string]string{"text": "@admin/demo list the files"})
 		if rs := testhub.AsList(r.Body["receipts"]); len(rs) != 1 || rs[0]["status"] == "rejected" {
 			t.Fatalf("receipts %v", rs)
