@@ -300,7 +300,7 @@ func TestTurnEndedGrace(t *testing.T) {
 		bridge.AgentConfig{Name: "never", Harness: "exec", Command: []string{"cat"}, PolicyFile: bridge.PolicyConfig{Address: "members", StartOnEnded: boolp(false)}},
 	)
 	for _, name := range []string{"quick", "strict", "never"} {
-		tm.alice.AddAgent("dev", "alice/" + name)
+		tm.alice.AddAgent("dev", "alice/"+name)
 	}
 	finished := func(name string) string {
 		id, _ := post(t, tm.alice, "dev", "@alice/"+name+" first", nil)

@@ -94,7 +94,7 @@ func (s *Server) getRoomAgents(w http.ResponseWriter, r *http.Request, u *chat.U
 
 func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
-		Policy *wire.Policy  `json:"policy"`
+		Policy *wire.Policy `json:"policy"`
 		Signed *wire.Signed `json:"signed"`
 	}
 	if err := decode(w, r, &in); err != nil {
