@@ -160,6 +160,17 @@ func (l *Link) route(m jetstream.Msg) {
 // routeMessage delivers a message's pending steers, each through its
 // agent's queue (steers to one agent keep their order).
 func (l *Link) routeMessage(ctx context.Context, msgID int64) {
+	// Mentions the owner reads first: the owner hears of them.
+	if held, err := l.rooms.HeldSteersOf(ctx, msgID); err == nil {
+		for _, q := range held {
+			where := "#" + q.Room
+			if chat.IsDM(q.Room) {
+				where = "a DM"
+			}
+			l.noteOwnerIn(ctx, q.Owner, q.Agent, "", fmt.Sprintf("@%s asks @%s in %s: %s — forward it to the agent or decline it (Inbox)",
+				q.Sender, q.Agent, where, oneLine(q.Text, 500)), "", "request")
+		}
+	}
 	steers, err := l.rooms.PendingSteersOf(ctx, msgID)
 	if err != nil {
 		l.log.Warn("reading a message's steers failed", "message", msgID, "err", err)

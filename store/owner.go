@@ -202,7 +202,8 @@ func requestTx(ctx context.Context, tx *sql.Tx, steerID string) (chat.Request, i
 
 // Request reads one moderated mention.
 func (s *Store) Request(ctx context.Context, steerID string) (chat.Request, error) {
-	q, _, err := scanRequest(s.db.r.QueryRowContext(ctx, `SELECT `+requestCols+` WHERE s.id = ? AND (s.reason = ? OR s.forwarded_by != '')`, steerID, wire.ReasonModerated))
+	q, _, err := scanRequest(s.db.r.QueryRowContext(ctx, `SELECT `+requestCols+` WHERE s.id = ? AND (s.status = 'held' OR s.reason IN (?, ?) OR s.forwarded_by != '')`,
+		steerID, wire.ReasonModerated, wire.ReasonDeclined))
 	if errors.Is(err, sql.ErrNoRows) {
 		return q, wh.Errorf(wh.ENotFound, "no moderated message %s", steerID)
 	}
@@ -303,4 +304,23 @@ func (s *Store) ForwardedSteer(ctx context.Context, steerID string) (*Outbound, 
 // before cutoff.
 func (s *Store) ExpiredHeldSteers(ctx context.Context, cutoff time.Time) ([]chat.Receipt, error) {
 	return s.queryReceipts(ctx, `WHERE s.status = 'held' AND s.expires_at IS NOT NULL AND s.expires_at < ? LIMIT 100`, ts(cutoff))
+}
+
+// HeldSteersOf lists the moderated mentions of a message waiting for
+// their owners.
+func (s *Store) HeldSteersOf(ctx context.Context, messageID int64) ([]chat.Request, error) {
+	rows, err := s.db.r.QueryContext(ctx, `SELECT `+requestCols+` WHERE s.message_id = ? AND s.status = 'held' ORDER BY s.id`, messageID)
+	if err != nil {
+		return nil, wh.Wrap(err, "read requests")
+	}
+	defer rows.Close()
+	var out []chat.Request
+	for rows.Next() {
+		q, _, err := scanRequest(rows)
+		if err != nil {
+			return nil, wh.Wrap(err, "read requests")
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
 }
