@@ -16,6 +16,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/authz"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
@@ -145,11 +146,23 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// printf writes one line to the live log.
+// printf writes one line to the live log. Its arguments carry names, turn
+// ids, summaries and errors that came from the hub, teammates or a model, so
+// the line goes through termsafe: no argument can end the line, move the
+// cursor or hide text.
 func (b *Bridge) printf(format string, args ...any) {
+	line := termsafe.Sprintf(format, args...)
 	b.outMu.Lock()
 	defer b.outMu.Unlock()
-	fmt.Fprintf(b.cfg.Out, "%s  %s\n", b.cfg.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	fmt.Fprintf(b.cfg.Out, "%s  %s\n", b.cfg.Now().Format("15:04:05"), line)
+}
+
+// HubConnected reports whether the bridge is connected to the hub right
+// now. A harness whose side channel would otherwise wait for a decision the
+// owner cannot see (the hub is gone) uses it to fall back at once.
+func (g *gate) HubConnected() bool {
+	nc := g.r.b.nc
+	return nc != nil && nc.IsConnected()
 }
 
 // Run connects to the hub, starts the agents and serves until ctx ends.

@@ -130,7 +130,9 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	room := r.turnRoom
 	r.mu.Unlock()
 	inputs := r.turnInputs()
-	steeredBy, tainted := inputs.SteeredBy, inputs.Tainted()
+	// The harness may know of words the bridge did not route (an attached
+	// session's own taint): either makes the call tainted.
+	steeredBy, tainted := inputs.SteeredBy, inputs.Tainted() || ask.Tainted
 	logf := func(format string, args ...any) { r.b.printf("%s: "+format, append([]any{r.handle()}, args...)...) }
 	ceiling := r.turnCeiling()
 	if authz.CeilingDeniesAll(ceiling) {
@@ -146,7 +148,7 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 		r.journalTool(ask.TurnID, "refused (read-only room): "+oneLine(ask.Summary))
 		return nil, fmt.Errorf("refused: @%s lets work from %s only read; nothing that writes or runs a command is allowed there (the owner was not asked)", r.b.cfg.Creds.Owner, where)
 	}
-	if authz.CeilingAutoApproves(ceiling) && inputs.AutoApprovable(ask.Call.Tool, pol.AutoApprove, ask.LeavesSandbox) {
+	if !ask.Tainted && authz.CeilingAutoApproves(ceiling) && inputs.AutoApprovable(ask.Call.Tool, pol.AutoApprove, ask.LeavesSandbox) {
 		logf("auto-approved %s (owner's setting; every input of the turn is the owner's own words)", ask.Call.Tool)
 		return &grant{hash: hash, log: logf}, nil
 	}

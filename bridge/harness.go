@@ -149,6 +149,12 @@ type ApprovalAsk struct {
 	// LeavesSandbox: the call would run outside the sandbox the turn
 	// otherwise has (the agent asked to leave it); never auto-approved.
 	LeavesSandbox bool
+	// Tainted is the harness's own record that words from someone other
+	// than the owner reached the session this call comes from (a Claude
+	// Code conversation keeps them across turns and bridge restarts). The
+	// gate must then treat the call as tainted whatever the turn's
+	// steerers say: an explicit owner decision, never auto-approval.
+	Tainted bool
 }
 
 // Gate is the bridge's approval gate, handed to a harness at construction.

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,35 +26,52 @@ import (
 const (
 	DefaultNoteExpiry = 10 * time.Minute
 	attachPollEvery   = 50 * time.Millisecond
+	// liveSession is how recently a session must have run a hook to be
+	// picked as the one notes go to.
+	liveSession = 24 * time.Hour
+	boundName   = "bound-session"
 )
 
 // Attached steers the owner's own interactive Claude Code session in the
 // project d.Agent.Dir. The bridge cannot see that session's turns: StartTurn
-// and Steer both queue a note in <project>/.wheelhouse/inbox/, which the hook
-// (RunHook) hands to the model at the next tool call or at the end of the
-// turn. StartTurn returns a synthetic turn id that stays "running" for the
-// life of the harness, so later mentions are steers into it (and, if a
-// teammate sent one, every approval in the session stays tainted).
+// and Steer both queue a note, signed with the bridge's key, in the
+// project's folder under the user's state directory (never in the project
+// itself); the hook (RunHook) verifies it and hands it to the model at the
+// next tool call or at the end of the turn. StartTurn returns a synthetic
+// turn id that stays "running" for the life of the harness, so later
+// mentions are steers into it.
+//
+// Every note is addressed to one Claude Code session (option session: a
+// session id; "all" for every session in the project; by default the
+// session the attachment is bound to — the one that took the first note,
+// or the most recently active one the hook registered). A session whose
+// hook sees a note for another session leaves it alone, so two sessions
+// never split one conversation.
 //
 // A note taken by the hook yields EventInputHandled with the steer id in
 // Text; a note nobody took within the expiry (option "expiry", default 10m)
 // is removed and yields EventInputHandled with Status "expired".
-// Permission prompts of the session arrive over a unix socket and go to the
-// approval gate (option permissions = "bridge", the default), or are left
-// to Claude Code's own prompt in the terminal (permissions = "terminal").
+// Permission prompts of the session, and every tool call with side effects
+// in a session a non-owner's note reached, arrive over a unix socket and go
+// to the approval gate (option permissions = "bridge", the default), or
+// are left to Claude Code's own prompt in the terminal (permissions =
+// "terminal").
 type Attached struct {
-	d      bridge.Deps
-	log    *slog.Logger
-	sc     claudehook.Dir
-	expiry time.Duration
-	perm   string // "bridge" or "terminal"
-	now    func() time.Time
+	d       bridge.Deps
+	log     *slog.Logger
+	proj    claudehook.Project
+	expiry  time.Duration
+	perm    string // "bridge" or "terminal"
+	session string // option session: "", "all" or a session id
+	now     func() time.Time
 
 	mu      sync.Mutex
+	key     []byte
 	started bool
 	closed  bool
 	turn    string
 	seq     uint64
+	bound   string                 // the session notes go to ("" = none yet)
 	lastAt  time.Time              // time in the last note's name; names never go backwards
 	pending map[string]pendingNote // file name → note
 	wake    chan struct{}
@@ -64,19 +82,20 @@ type Attached struct {
 }
 
 type pendingNote struct {
-	steerID string
-	turnID  string
-	expires time.Time
+	steerID   string
+	turnID    string
+	session   string
+	expires   time.Time
+	delivered bool // a note for every session: some session took it
 }
 
 // NewAttached returns the harness for d.Agent (Kind "claude-attach").
+// Options: expiry, permissions, session, and state_dir (the shared state
+// root; default WHEELHOUSE_STATE_DIR, $XDG_STATE_HOME/wheelhouse or
+// ~/.local/state/wheelhouse, as the hook finds it in the owner's shell).
 func NewAttached(d bridge.Deps) (*Attached, error) {
 	if d.Agent.Dir == "" {
 		return nil, wheelhouse.Errorf(wheelhouse.EInvalid, "agent %q: claude-attach needs dir, the project the owner runs Claude Code in", d.Agent.Name)
-	}
-	dir, err := filepath.Abs(d.Agent.Dir)
-	if err != nil {
-		return nil, wheelhouse.Errorf(wheelhouse.EInvalid, "agent %q: bad dir %q: %v", d.Agent.Name, d.Agent.Dir, err)
 	}
 	expiry := DefaultNoteExpiry
 	if d.Agent.Policy.MaxAge > 0 {
@@ -97,25 +116,53 @@ func NewAttached(d bridge.Deps) (*Attached, error) {
 	default:
 		return nil, wheelhouse.Errorf(wheelhouse.EInvalid, "agent %q: option permissions %q must be bridge (the approval gate) or terminal (Claude Code's own prompt)", d.Agent.Name, perm)
 	}
+	session := strings.TrimSpace(d.Agent.Options["session"])
+	if session != "" && session != "all" && !validSession(session) {
+		return nil, wheelhouse.Errorf(wheelhouse.EInvalid, "agent %q: option session %q must be all, or a Claude Code session id (letters, digits and dashes)", d.Agent.Name, session)
+	}
+	root := strings.TrimSpace(d.Agent.Options["state_dir"])
+	if root == "" {
+		root = claudehook.StateRoot(os.Environ())
+	}
+	if root == "" {
+		return nil, wheelhouse.Errorf(wheelhouse.EInvalid, "agent %q: no state directory for the notes: set HOME, WHEELHOUSE_STATE_DIR or option state_dir", d.Agent.Name)
+	}
 	log := d.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	d.Agent.Dir = dir
+	proj := claudehook.ForProject(root, d.Agent.Dir)
+	d.Agent.Dir = proj.Dir
 	return &Attached{
 		d: d, log: log.With("agent", d.Agent.Name, "harness", "claude-attach"),
-		sc: claudehook.ForProject(dir), expiry: expiry, perm: perm, now: time.Now,
+		proj: proj, expiry: expiry, perm: perm, session: session, now: time.Now,
 		pending: map[string]pendingNote{},
 		wake:    make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		events: newEventQueue(d.Events),
 	}, nil
 }
 
+func validSession(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return s != ""
+}
+
 func (a *Attached) Kind() string   { return "claude-attach" }
 func (a *Attached) CanSteer() bool { return true }
 
-// Start creates the side channel, listens for permission requests and
-// starts watching the notes. Notes left by an earlier run are adopted.
+// Project is the state of the attached project (for tests and doctor).
+func (a *Attached) Project() claudehook.Project { return a.proj }
+
+// Start creates the project's state folder and the note key, listens for
+// permission requests and starts watching the notes. Notes left by an
+// earlier run are adopted.
 func (a *Attached) Start(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -125,17 +172,32 @@ func (a *Attached) Start(ctx context.Context) error {
 	if a.started {
 		return nil
 	}
-	if err := a.sc.Create(); err != nil {
-		return wheelhouse.Wrap(err, "cannot create the side channel in %s", a.sc.Root)
+	if fi, err := os.Stat(a.proj.Dir); err != nil || !fi.IsDir() {
+		return wheelhouse.Errorf(wheelhouse.EInvalid, "agent %q: dir %q is not a folder", a.d.Agent.Name, a.proj.Dir)
 	}
-	perms, err := claudehook.Listen(a.sc.Socket(), a.decide)
+	if err := a.proj.Create(); err != nil {
+		return wheelhouse.Wrap(err, "cannot create the notes folder %s", a.proj.Root)
+	}
+	key, err := a.proj.LoadOrCreateKey()
+	if err != nil {
+		return wheelhouse.Wrap(err, "cannot create the note key %s", a.proj.KeyFile())
+	}
+	a.key = key
+	perms, err := claudehook.Listen(a.proj.Socket(), a.decide)
 	if err != nil {
 		return wheelhouse.Errorf(wheelhouse.EUnavailable, "agent %q: %v", a.d.Agent.Name, err)
 	}
 	a.perms = perms
+	if b, err := os.ReadFile(filepath.Join(a.proj.Root, boundName)); err == nil && validSession(strings.TrimSpace(string(b))) {
+		a.bound = strings.TrimSpace(string(b))
+	}
 	a.adopt()
-	if rep := Doctor(a.d.Agent.Dir); !rep.Wired {
+	rep := DoctorWith(DoctorOptions{Project: a.proj.Dir, StateDir: a.proj.StateRoot})
+	if !rep.Wired {
 		a.log.Warn("the Claude Code hook is not wired in this project; notes will expire undelivered", "fix", "wheelhouse doctor")
+	}
+	if rep.LegacyInbox {
+		a.log.Warn("an old note inbox is inside the project; nothing reads it any more, remove it", "path", a.proj.LegacyInbox())
 	}
 	a.started = true
 	go a.watch()
@@ -145,27 +207,41 @@ func (a *Attached) Start(ctx context.Context) error {
 // adopt tracks notes an earlier run left in the inbox, and reports notes a
 // hook took while no bridge watched (the bridge may still hold their steers).
 func (a *Attached) adopt() {
-	entries, _ := os.ReadDir(a.sc.Inbox())
+	entries, _ := os.ReadDir(a.proj.Inbox())
 	for _, e := range entries {
 		if !claudehook.IsNoteName(e.Name()) {
 			continue
 		}
-		var n claudehook.Note
-		b, err := os.ReadFile(filepath.Join(a.sc.Inbox(), e.Name()))
-		if err != nil || json.Unmarshal(b, &n) != nil {
+		b, err := os.ReadFile(filepath.Join(a.proj.Inbox(), e.Name()))
+		if err != nil {
 			continue
 		}
-		if n.Expires.IsZero() {
-			n.Expires = a.now().Add(a.expiry)
+		n, err := a.proj.OpenNote(a.key, e.Name(), b)
+		if err != nil {
+			continue // not ours: the hook refuses it and doctor reports it
 		}
-		a.pending[e.Name()] = pendingNote{steerID: n.SteerID, turnID: n.TurnID, expires: n.Expires}
+		a.pending[e.Name()] = pendingNote{steerID: n.SteerID, turnID: n.TurnID, session: n.Session, expires: n.Expires}
 	}
-	old, _ := os.ReadDir(a.sc.Claimed())
+	old, _ := os.ReadDir(a.proj.Claimed())
 	for _, e := range old {
-		path := filepath.Join(a.sc.Claimed(), e.Name())
-		var n claudehook.Note
-		if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &n) == nil && n.SteerID != "" {
-			a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: n.TurnID, Text: n.SteerID})
+		name, _, ok := claudehook.ParseClaimedName(e.Name())
+		path := filepath.Join(a.proj.Claimed(), e.Name())
+		if !ok {
+			os.Remove(path)
+			continue
+		}
+		if p, ok := a.pending[name]; ok { // a note for every session, still pending
+			if !p.delivered {
+				p.delivered = true
+				a.pending[name] = p
+				a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Text: p.steerID})
+			}
+			continue
+		}
+		if b, err := os.ReadFile(path); err == nil {
+			if n, err := a.proj.OpenNote(a.key, name, b); err == nil && n.SteerID != "" {
+				a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: n.TurnID, Text: n.SteerID})
+			}
 		}
 		os.Remove(path)
 	}
@@ -206,25 +282,104 @@ func (a *Attached) Steer(ctx context.Context, expectedTurnID string, in bridge.I
 }
 
 func (a *Attached) queueLocked(turn string, in bridge.Input) error {
+	// The hook records a session as tainted the moment it hands it a note
+	// that is not the owner's, before the model can read it.
+	session := a.addressLocked()
 	a.seq++
 	now := a.now()
-	n := claudehook.Note{SteerID: in.SteerID, TurnID: turn, Sender: in.Sender, SenderIsOwner: in.SenderIsOwner,
-		Text: in.Text, QueuedAt: now, Expires: now.Add(a.expiry)}
+	n := claudehook.Note{Session: session, SteerID: in.SteerID, TurnID: turn, Sender: in.Sender, SenderIsOwner: in.SenderIsOwner,
+		Taints: taints(in), Text: in.Text, QueuedAt: now, Expires: now.Add(a.expiry)}
 	at := now
 	if !at.After(a.lastAt) {
 		at = a.lastAt.Add(time.Nanosecond) // the clock stepped back: keep arrival order
 	}
 	a.lastAt = at
 	name := claudehook.NoteName(at, a.seq, in.SteerID)
-	if err := a.sc.WriteNote(name, n); err != nil {
+	if err := a.proj.WriteNote(a.key, name, n); err != nil {
 		return wheelhouse.Wrap(err, "cannot queue the note for Claude Code")
 	}
-	a.pending[name] = pendingNote{steerID: in.SteerID, turnID: turn, expires: n.Expires}
+	a.pending[name] = pendingNote{steerID: in.SteerID, turnID: turn, session: session, expires: n.Expires}
 	select {
 	case a.wake <- struct{}{}:
 	default:
 	}
 	return nil
+}
+
+// addressLocked picks the session the next note goes to: the option, else
+// the bound session while it lives, else the most recently active session
+// the hook registered (which becomes the bound one), else none yet (the
+// first session to take the note becomes the bound one).
+func (a *Attached) addressLocked() string {
+	switch a.session {
+	case "all":
+		return claudehook.SessionAll
+	case "":
+	default:
+		return a.session
+	}
+	if a.bound != "" && a.proj.HasSession(a.bound) {
+		return a.bound
+	}
+	ss, _ := a.proj.ListSessions()
+	var live []claudehook.Session
+	for _, s := range ss {
+		if a.now().Sub(s.LastSeen) < liveSession {
+			live = append(live, s)
+		}
+	}
+	if len(live) == 0 {
+		if a.bound != "" {
+			a.log.Info("the attached Claude Code session ended; the next session to take a note gets them", "session", a.bound)
+			a.bindLocked("")
+		}
+		return ""
+	}
+	if len(live) > 1 {
+		ids := make([]string, len(live))
+		for i, s := range live {
+			ids[i] = s.ID
+		}
+		a.log.Warn("several Claude Code sessions run in this project; notes go to the most recently active one (option session = \"all\" or a session id chooses)",
+			"to", live[0].ID, "sessions", strings.Join(ids, ", "))
+	}
+	if a.bound != "" {
+		a.log.Info("the attached Claude Code session ended; notes now go to another", "was", a.bound, "now", live[0].ID)
+	}
+	a.bindLocked(live[0].ID)
+	return live[0].ID
+}
+
+// bindLocked makes session the one notes go to, and readdresses pending
+// notes that were for the previous (ended) one or for none.
+func (a *Attached) bindLocked(session string) {
+	if a.bound == session {
+		return
+	}
+	old := a.bound
+	a.bound = session
+	_ = claudehook.WriteFileAtomic(a.proj.Root, boundName, []byte(session+"\n"))
+	if session == "" {
+		return
+	}
+	for name, p := range a.pending {
+		if p.session != old && p.session != "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(a.proj.Inbox(), name))
+		if err != nil {
+			continue // taken or gone: the sweep reports it
+		}
+		n, err := a.proj.OpenNote(a.key, name, b)
+		if err != nil {
+			continue
+		}
+		n.Session = session
+		if a.proj.WriteNote(a.key, name, n) == nil {
+			p.session = session
+			a.pending[name] = p
+		}
+	}
 }
 
 // Interrupt cannot stop the owner's own session: the bridge has no handle on
@@ -296,27 +451,53 @@ func (a *Attached) sweep() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.now()
-	for name, p := range a.pending {
-		claimed := filepath.Join(a.sc.Claimed(), name)
-		if _, err := os.Stat(claimed); err == nil {
-			delete(a.pending, name)
-			os.Remove(claimed)
-			a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Text: p.steerID})
+	taken := map[string][]string{} // note file name → claimed/ entries
+	entries, _ := os.ReadDir(a.proj.Claimed())
+	for _, e := range entries {
+		name, session, ok := claudehook.ParseClaimedName(e.Name())
+		if !ok {
 			continue
 		}
+		taken[name] = append(taken[name], e.Name())
+		p, ok := a.pending[name]
+		if !ok {
+			continue
+		}
+		if p.session == claudehook.SessionAll {
+			if !p.delivered {
+				p.delivered = true
+				a.pending[name] = p
+				a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Text: p.steerID})
+			}
+			continue // the markers stay until the note expires, so no session gets it twice
+		}
+		delete(a.pending, name)
+		os.Remove(filepath.Join(a.proj.Claimed(), e.Name()))
+		a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Text: p.steerID})
+		if a.session == "" && (a.bound == "" || !a.proj.HasSession(a.bound)) {
+			a.log.Info("notes for this project now go to the Claude Code session that took the first one", "session", session)
+			a.bindLocked(session)
+		}
+	}
+	for name, p := range a.pending {
 		if now.Before(p.expires) {
 			continue
 		}
 		// Remove and rename are atomic against each other: either the hook
 		// took the note first (Remove fails, it shows up in claimed/ on the
 		// next sweep) or the note is gone before any hook could take it.
-		err := os.Remove(filepath.Join(a.sc.Inbox(), name))
+		err := os.Remove(filepath.Join(a.proj.Inbox(), name))
 		switch {
+		case err == nil && p.delivered:
+			delete(a.pending, name)
+			for _, c := range taken[name] {
+				os.Remove(filepath.Join(a.proj.Claimed(), c))
+			}
 		case err == nil:
 			delete(a.pending, name)
 			a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Status: "expired", Text: p.steerID})
 		case errors.Is(err, fs.ErrNotExist):
-			if _, serr := os.Stat(claimed); errors.Is(serr, fs.ErrNotExist) {
+			if len(taken[name]) == 0 && !a.claimedNow(name) {
 				// Neither in the inbox nor claimed: someone removed it.
 				delete(a.pending, name)
 				a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Status: "expired", Text: p.steerID})
@@ -327,25 +508,46 @@ func (a *Attached) sweep() {
 	}
 }
 
-// decide answers a permission request of the owner's session through the
-// approval gate. Only a redeemed grant allows.
+// claimedNow looks again for a claimed record of note name (a hook may
+// have taken it after the sweep listed claimed/).
+func (a *Attached) claimedNow(name string) bool {
+	m, _ := filepath.Glob(filepath.Join(a.proj.Claimed(), strings.TrimSuffix(name, ".json")+"~*.json"))
+	return len(m) > 0
+}
+
+// hubStatus is implemented by a gate that knows whether the hub is
+// reachable (bridge.Bridge's is): with no hub, no owner decision can come
+// from the browser, so a permission prompt falls back at once.
+type hubStatus interface{ HubConnected() bool }
+
+// decide answers a request of the owner's session through the approval
+// gate. Only a redeemed grant allows.
 func (a *Attached) decide(ctx context.Context, req claudehook.PermRequest) claudehook.PermAnswer {
+	tainted := req.Tainted || req.Kind == claudehook.KindPreTool || claudehook.IsTainted(a.proj.StateRoot, req.SessionID)
 	if a.perm == "terminal" {
-		return claudehook.PermAnswer{Behavior: "terminal"}
+		return claudehook.PermAnswer{Behavior: claudehook.BehaviorTerminal}
 	}
 	var args map[string]any
 	if err := json.Unmarshal(req.Input, &args); err != nil {
-		return claudehook.PermAnswer{Behavior: "deny", Message: "Wheelhouse could not read the tool input; denied."}
+		return claudehook.PermAnswer{Behavior: claudehook.BehaviorDeny, Message: "Wheelhouse could not read the tool input; denied."}
+	}
+	if hs, ok := a.d.Gate.(hubStatus); ok && !hs.HubConnected() {
+		if !tainted {
+			a.log.Info("hub unreachable: Claude Code asks in the terminal", "tool", req.Tool)
+			return claudehook.PermAnswer{Behavior: claudehook.BehaviorTerminal}
+		}
+		return claudehook.PermAnswer{Behavior: claudehook.BehaviorDeny,
+			Message: "Denied through Wheelhouse: non-owner words reached this session and the hub is unreachable, so the owner cannot be asked."}
 	}
 	a.mu.Lock()
 	turn := a.turn
 	a.mu.Unlock()
 	call := bridge.ToolCall{Tool: req.Tool, Args: args}
-	if err := askAndRedeem(ctx, a.d.Gate, bridge.ApprovalAsk{TurnID: turn, Call: call, Summary: summarizeCall(call)}); err != nil {
+	if err := askAndRedeem(ctx, a.d.Gate, bridge.ApprovalAsk{TurnID: turn, Call: call, Summary: summarizeCall(call), Diff: diffOf(call), Tainted: tainted}); err != nil {
 		a.log.Info("permission denied", "tool", req.Tool, "reason", err)
-		return claudehook.PermAnswer{Behavior: "deny", Message: "Denied through Wheelhouse: " + err.Error()}
+		return claudehook.PermAnswer{Behavior: claudehook.BehaviorDeny, Message: "Denied through Wheelhouse: " + err.Error()}
 	}
-	return claudehook.PermAnswer{Behavior: "allow"}
+	return claudehook.PermAnswer{Behavior: claudehook.BehaviorAllow}
 }
 
 // askAndRedeem is the one path to "allow": the gate approves and the grant

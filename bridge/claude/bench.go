@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -62,16 +63,24 @@ func BenchHook(ctx context.Context, hookCmd []string, n int) (HookBench, error) 
 	if len(hookCmd) == 0 || n <= 0 {
 		return res, fmt.Errorf("bench: need a hook command and n > 0")
 	}
-	proj, err := os.MkdirTemp("", "wheelhouse-hookbench-")
+	tmp, err := os.MkdirTemp("", "wheelhouse-hookbench-")
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(proj)
-	sc := claudehook.ForProject(proj)
+	defer os.RemoveAll(tmp)
+	proj, state := filepath.Join(tmp, "project"), filepath.Join(tmp, "state")
+	if err := os.Mkdir(proj, 0o700); err != nil {
+		return res, err
+	}
+	sc := claudehook.ForProject(state, proj)
 	if err := sc.Create(); err != nil {
 		return res, err
 	}
-	env := append(os.Environ(), claudehook.EnvProjectDir+"="+proj)
+	key, err := sc.LoadOrCreateKey()
+	if err != nil {
+		return res, err
+	}
+	env := append(os.Environ(), claudehook.EnvProjectDir+"="+proj, claudehook.EnvStateDir+"="+state)
 	input := []byte(`{"session_id":"bench","transcript_path":"/dev/null","cwd":"` + proj +
 		`","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash",` +
 		`"tool_input":{"command":"echo hi","description":"Say hi"},"tool_use_id":"toolu_bench"}`)
@@ -106,8 +115,8 @@ func BenchHook(ctx context.Context, hookCmd []string, n int) (HookBench, error) 
 
 		marker := fmt.Sprintf("bench-note-%d", i)
 		now := time.Now()
-		if err := sc.WriteNote(claudehook.NoteName(now, uint64(i), marker), claudehook.Note{SteerID: marker, Sender: "bench",
-			Text: marker, QueuedAt: now, Expires: now.Add(time.Hour)}); err != nil {
+		if err := sc.WriteNote(key, claudehook.NoteName(now, uint64(i), marker), claudehook.Note{Session: "bench", SteerID: marker,
+			Sender: "bench", SenderIsOwner: true, Text: marker, QueuedAt: now, Expires: now.Add(time.Hour)}); err != nil {
 			return res, err
 		}
 		d, out, err = run(hookCmd)

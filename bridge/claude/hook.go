@@ -13,7 +13,8 @@ const EnvHookDisable = claudehook.EnvDisable
 
 // RunHook is the Claude Code hook entry point (`wheelhouse hook claude`): it
 // reads one hook event on stdin, answers on stdout and returns the exit code
-// (always 0: it fails open). See claudehook.Run and docs/harness-claude.md.
+// (always 0). stateDir is the shared state root ("" = from env). See
+// claudehook.Run and docs/harness-claude.md.
 //
 // A hook binary that links only this function starts faster than one that
 // links the whole bridge: a dedicated hook command can import

@@ -15,47 +15,54 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/bridge/claude/claudehook"
 )
 
-const preToolUse = `{"session_id":"s","cwd":"/p","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}`
+const testSession = "0ca4b6f0-0000-4000-8000-000000000001"
 
-// newProject is a project with the side channel a bridge would create.
-func newProject(t testing.TB) (string, claudehook.Dir) {
+var preToolUse = `{"session_id":"` + testSession + `","cwd":"/p","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/p/x"},"tool_use_id":"toolu_1"}`
+
+// newProject is a machine whose project has the state a bridge would
+// create, and the note key.
+func newProject(t testing.TB) (machine, claudehook.Project, []byte) {
 	t.Helper()
-	dir := t.TempDir()
-	sc := claudehook.ForProject(dir)
-	if err := sc.Create(); err != nil {
+	m := newMachine(t)
+	p := claudehook.ForProject(m.state, m.dir)
+	if err := p.Create(); err != nil {
 		t.Fatal(err)
 	}
-	return dir, sc
+	key, err := p.LoadOrCreateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, p, key
 }
 
 var noteSeq atomic.Uint64
 
-func queueNote(t testing.TB, sc claudehook.Dir, n claudehook.Note) string {
+func queueNote(t testing.TB, p claudehook.Project, key []byte, n claudehook.Note) string {
 	t.Helper()
 	if n.QueuedAt.IsZero() {
 		n.QueuedAt = time.Now()
 	}
+	if n.Expires.IsZero() {
+		n.Expires = time.Now().Add(time.Hour)
+	}
 	name := claudehook.NoteName(time.Now(), noteSeq.Add(1), n.SteerID)
-	if err := sc.WriteNote(name, n); err != nil {
+	if err := p.WriteNote(key, name, n); err != nil {
 		t.Fatal(err)
 	}
 	return name
 }
 
-func runHook(t testing.TB, proj, stdin string) (string, int) {
+// runHook runs the hook in-process as Claude Code would in m's project.
+func runHook(t testing.TB, m machine, stdin string) (string, int) {
 	t.Helper()
 	var out bytes.Buffer
-	env := []string{"PATH=/usr/bin"}
-	if proj != "" {
-		env = append(env, claudehook.EnvProjectDir+"="+proj)
-	}
-	code := RunHook(context.Background(), strings.NewReader(stdin), &out, env, "")
+	code := RunHook(context.Background(), strings.NewReader(stdin), &out, m.hookEnv(), "")
 	return out.String(), code
 }
 
 // Hook processes racing over one inbox deliver every note exactly once.
 func TestRunHookConcurrentClaimersDeliverOnce(t *testing.T) {
-	dir, sc := newProject(t)
+	m, p, key := newProject(t)
 	const notes, workers = 40, 6
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -72,7 +79,7 @@ func TestRunHookConcurrentClaimersDeliverOnce(t *testing.T) {
 				default:
 				}
 				cmd := exec.Command(hookBin)
-				cmd.Env = []string{claudehook.EnvProjectDir + "=" + dir}
+				cmd.Env = m.hookEnv()
 				cmd.Stdin = strings.NewReader(preToolUse)
 				out, err := cmd.Output()
 				if err != nil {
@@ -88,10 +95,10 @@ func TestRunHookConcurrentClaimersDeliverOnce(t *testing.T) {
 		}()
 	}
 	for i := range notes {
-		queueNote(t, sc, claudehook.Note{SteerID: fmt.Sprint(i), Text: fmt.Sprintf("<N%03d>", i)})
+		queueNote(t, p, key, claudehook.Note{Session: testSession, SteerID: fmt.Sprint(i), SenderIsOwner: true, Text: fmt.Sprintf("<N%03d>", i)})
 	}
 	waitFor(t, 20*time.Second, "inbox drained", func() bool {
-		entries, _ := os.ReadDir(sc.Inbox())
+		entries, _ := os.ReadDir(p.Inbox())
 		return len(entries) == 0
 	})
 	close(stop)

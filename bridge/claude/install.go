@@ -17,15 +17,27 @@ import (
 )
 
 // The hook events Install wires, with their Claude Code timeouts (seconds).
+// PreToolUse and PermissionRequest may wait for the owner: their timeouts
+// are long, and the hook answers by itself before them (claudehook.MaxWait).
+// PreToolUse is also marked onFailure "block": should the hook ever fail to
+// start or be killed at its timeout, Claude Code blocks the call instead of
+// going on as if the hook had allowed it.
 var hookEvents = []struct {
 	Event   string
 	Matcher string // "" = no matcher key
 	Timeout int
+	Block   bool
 }{
-	{"PreToolUse", "*", 10},
-	{"Stop", "", 10},
-	{"PermissionRequest", "*", claudehook.PermissionHookTimeout},
+	{"SessionStart", "", 10, false},
+	{"PreToolUse", "*", HookWaitTimeout, true},
+	{"Stop", "", 10, false},
+	{"PermissionRequest", "*", HookWaitTimeout, false},
+	{"SessionEnd", "", 10, false},
 }
+
+// HookWaitTimeout is the Claude Code timeout (seconds) Install writes for
+// the hooks that wait for the owner.
+const HookWaitTimeout = 600
 
 // settingsLocal is the file Install writes: the per-user, untracked settings
 // of a project. The tracked .claude/settings.json is never touched.
@@ -34,9 +46,9 @@ func settingsLocal(projectDir string) string {
 }
 
 // Install wires hookCommand (for example "/usr/local/bin/wheelhouse hook
-// claude") into <project>/.claude/settings.local.json for PreToolUse (all
-// tools), Stop and PermissionRequest (long timeout), keeping everything else
-// in the file. Earlier Wheelhouse hook entries are replaced, so running it
+// claude") into <project>/.claude/settings.local.json for SessionStart,
+// PreToolUse (all tools), Stop, PermissionRequest and SessionEnd, keeping
+// everything else in the file. Earlier Wheelhouse hook entries are replaced, so running it
 // twice changes nothing. It writes what it does to w. Claude Code reads hooks
 // when a session starts: restart a running session afterwards.
 func Install(projectDir, hookCommand string, w io.Writer) error {
@@ -132,9 +144,11 @@ func mergeHooks(settings map[string]any, cmd string) error {
 			}
 			kept = append(kept, gm)
 		}
-		group := map[string]any{"hooks": []any{map[string]any{
-			"type": "command", "command": cmd, "timeout": ev.Timeout,
-		}}}
+		entry := map[string]any{"type": "command", "command": cmd, "timeout": ev.Timeout}
+		if ev.Block {
+			entry["onFailure"] = "block"
+		}
+		group := map[string]any{"hooks": []any{entry}}
 		if ev.Matcher != "" {
 			group["matcher"] = ev.Matcher
 		}
@@ -145,20 +159,11 @@ func mergeHooks(settings map[string]any, cmd string) error {
 }
 
 // isOurHook recognises a Wheelhouse hook entry: the command being installed,
-// or any command that looks like one (see looksLikeWheelhouseHook).
+// or any command that looks like one (claudehook.LooksLikeWheelhouseHook).
 func isOurHook(c, cmd string) bool {
 	c = strings.TrimSpace(c)
 	if c == cmd {
 		return true
 	}
-	return looksLikeWheelhouseHook(c)
-}
-
-// looksLikeWheelhouseHook is how Install and Doctor find a Wheelhouse hook
-// they did not write this time: a command ending in "hook claude" (the
-// `wheelhouse hook claude` subcommand, wherever the binary lives) or naming
-// an executable called wheelhouse-hook*.
-func looksLikeWheelhouseHook(c string) bool {
-	c = strings.TrimSpace(c)
-	return strings.HasSuffix(c, " hook claude") || strings.Contains(c, "wheelhouse-hook")
+	return claudehook.LooksLikeWheelhouseHook(c)
 }

@@ -34,7 +34,7 @@ func TestInstall(t *testing.T) {
 			t.Errorf("install did not show what it writes: %s", out.String())
 		}
 		hooks := readSettings(t, dir)["hooks"].(map[string]any)
-		for _, ev := range []string{"PreToolUse", "Stop", "PermissionRequest"} {
+		for _, ev := range []string{"SessionStart", "PreToolUse", "Stop", "PermissionRequest", "SessionEnd"} {
 			groups := hooks[ev].([]any)
 			if len(groups) != 1 {
 				t.Fatalf("%s: %d groups", ev, len(groups))
@@ -47,6 +47,10 @@ func TestInstall(t *testing.T) {
 		perm := hooks["PermissionRequest"].([]any)[0].(map[string]any)
 		if perm["matcher"] != "*" || perm["hooks"].([]any)[0].(map[string]any)["timeout"].(float64) < 600 {
 			t.Errorf("PermissionRequest wiring %v", perm)
+		}
+		pre := hooks["PreToolUse"].([]any)[0].(map[string]any)["hooks"].([]any)[0].(map[string]any)
+		if pre["timeout"].(float64) < 600 || pre["onFailure"] != "block" {
+			t.Errorf("PreToolUse wiring %v: it must outlast the owner's decision and block if it fails", pre)
 		}
 		if _, err := os.Stat(filepath.Join(dir, ".claude", "settings.json")); err == nil {
 			t.Error("tracked settings.json was created")
@@ -109,16 +113,17 @@ func TestDoctor(t *testing.T) {
 		if r.Wired || r.OK() || !strings.Contains(strings.Join(r.Problems, " "), "not wired") {
 			t.Fatalf("report %+v", r)
 		}
-		if len(r.MissingEvents) != 3 {
+		if len(r.MissingEvents) != 5 {
 			t.Errorf("missing %v", r.MissingEvents)
 		}
 	})
 	t.Run("WiredProjectOK", func(t *testing.T) {
-		dir := t.TempDir()
+		m := newMachine(t)
+		dir := m.dir
 		if err := Install(dir, hookBin, nil); err != nil {
 			t.Fatal(err)
 		}
-		r := Doctor(dir)
+		r := doctorOn(m)
 		if !r.Wired || !r.HookBinaryOK || r.HookBinary != hookBin || !r.OK() {
 			t.Fatalf("report %s", r)
 		}
@@ -140,20 +145,70 @@ func TestDoctor(t *testing.T) {
 		os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
 		os.WriteFile(settingsLocal(dir), []byte(`{"hooks":{"PreToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"`+hookBin+`"}]}]}}`), 0o644)
 		r := Doctor(dir)
-		if r.Wired || strings.Join(r.MissingEvents, ",") != "Stop,PermissionRequest" {
+		if r.Wired || strings.Join(r.MissingEvents, ",") != "SessionStart,Stop,PermissionRequest,SessionEnd" {
 			t.Fatalf("report %s", r)
 		}
 	})
 	t.Run("BridgeAndHookRunSeen", func(t *testing.T) {
-		dir := t.TempDir()
-		if err := Install(dir, hookBin, nil); err != nil {
+		m := newMachine(t)
+		if err := Install(m.dir, hookBin, nil); err != nil {
 			t.Fatal(err)
 		}
-		startAttached(t, dir, nil, nil)
-		runHook(t, dir, preToolUse)
-		r := Doctor(dir)
-		if !r.SideChannel || !r.BridgeUp || r.LastHookRun.IsZero() {
+		startAttached(t, m, nil, nil)
+		runHook(t, m, preToolUse)
+		r := doctorOn(m)
+		if !r.SideChannel || !r.BridgeUp || !r.KeyOK || r.LastHookRun.IsZero() || len(r.Sessions) != 1 || !r.OK() {
 			t.Fatalf("report %s", r)
 		}
 	})
+	t.Run("ShortPreToolUseTimeoutAndNoBlockFlagged", func(t *testing.T) {
+		m := newMachine(t)
+		if err := Install(m.dir, hookBin, nil); err != nil {
+			t.Fatal(err)
+		}
+		setHookTimeout(t, m, "PreToolUse", 5)
+		s := readSettings(t, m.dir)
+		delete(s["hooks"].(map[string]any)["PreToolUse"].([]any)[0].(map[string]any)["hooks"].([]any)[0].(map[string]any), "onFailure")
+		b, _ := json.Marshal(s)
+		os.WriteFile(settingsLocal(m.dir), b, 0o644)
+		r := doctorOn(m)
+		if r.OK() || !strings.Contains(r.String(), "timeout is 5s") || !strings.Contains(r.String(), `not marked onFailure "block"`) {
+			t.Fatalf("report %s", r)
+		}
+	})
+	t.Run("AllowRulesReported", func(t *testing.T) {
+		m := newMachine(t)
+		if err := Install(m.dir, hookBin, nil); err != nil {
+			t.Fatal(err)
+		}
+		m.trustWithAllowRules(t, "Bash(rm:*)")
+		os.MkdirAll(filepath.Join(m.home, ".claude"), 0o700)
+		os.WriteFile(filepath.Join(m.home, ".claude", "settings.json"), []byte(`{"permissions":{"allow":["Bash(git push:*)"],"defaultMode":"acceptEdits"}}`), 0o600)
+		r := doctorOn(m)
+		text := r.String()
+		if len(r.AllowRules) != 3 || !r.OK() {
+			t.Fatalf("report %s", text)
+		}
+		for _, want := range []string{"Bash(rm:*) in " + filepath.Join(m.dir, ".claude", "settings.json") + " (the project's settings",
+			"Bash(git push:*) in " + filepath.Join(m.home, ".claude", "settings.json") + " (your own settings", "defaultMode acceptEdits"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("report lacks %q:\n%s", want, text)
+			}
+		}
+	})
+	t.Run("LegacyInboxFlagged", func(t *testing.T) {
+		m := newMachine(t)
+		if err := Install(m.dir, hookBin, nil); err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(m.dir, ".wheelhouse", "inbox"), 0o755)
+		os.WriteFile(filepath.Join(m.dir, ".wheelhouse", "inbox", "x.json"), []byte(`{}`), 0o644)
+		if r := doctorOn(m); r.OK() || !r.LegacyInbox {
+			t.Fatalf("report %s", r)
+		}
+	})
+}
+
+func doctorOn(m machine) Report {
+	return DoctorWith(DoctorOptions{Project: m.dir, StateDir: m.state, ClaudeDir: filepath.Join(m.home, ".claude")})
 }

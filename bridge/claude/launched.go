@@ -35,7 +35,14 @@ const (
 //
 // Permission prompts come as can_use_tool control requests
 // (--permission-prompt-tool stdio) and go to the approval gate; only a
-// redeemed grant is answered "allow". Interrupt sends the interrupt control
+// redeemed grant is answered "allow". Once words from anyone but the owner
+// have reached the session (it is tainted, for the rest of its life), a
+// PreToolUse hook the harness registers in-process (a hook_callback over
+// stdio) answers "ask" for every tool that does more than read, so Claude
+// Code puts the call to the gate even where an allow rule (--allowedTools,
+// the user's settings) would have let it run. Settings files inside the
+// project, which a commit or the agent itself can change, are not loaded
+// (--setting-sources user, unless option setting_sources says otherwise). Interrupt sends the interrupt control
 // request with cancel_queued, so steers not yet taken up end with the turn;
 // if the CLI does not acknowledge it within 5 s the process is killed and
 // restarted on the same session (--resume).
@@ -60,6 +67,7 @@ type Launched struct {
 	ctlSeq     int
 	ctlWait    map[string]chan ctlResponse
 	asks       map[string]context.CancelFunc
+	tainted    bool // non-owner words reached this session
 	restarts   int
 	restartWG  sync.WaitGroup
 	stopCh     chan struct{}
@@ -68,7 +76,9 @@ type Launched struct {
 // NewLaunched returns the harness for d.Agent (Kind "claude"). Options:
 // model, permission_mode (default, manual, plan or dontAsk: modes that
 // approve on their own would bypass the owner's gate), allowed_tools and
-// disallowed_tools (comma-separated Claude Code rules), append_system_prompt.
+// disallowed_tools (comma-separated Claude Code rules), append_system_prompt,
+// setting_sources (which Claude Code settings files to load: user, project,
+// local, comma-separated; default user).
 func NewLaunched(d bridge.Deps) (*Launched, error) {
 	args, err := launchArgs(d.Agent)
 	if err != nil {
@@ -114,8 +124,26 @@ func launchArgs(a bridge.AgentConfig) ([]string, error) {
 	if v := opt("append_system_prompt"); v != "" {
 		args = append(args, "--append-system-prompt", v)
 	}
+	sources := opt("setting_sources")
+	if sources == "" {
+		sources = DefaultSettingSources
+	}
+	for _, s := range strings.Split(sources, ",") {
+		switch strings.TrimSpace(s) {
+		case "user", "project", "local":
+		default:
+			return nil, wheelhouse.Errorf(wheelhouse.EInvalid, "agent %q: setting_sources %q: each source must be user, project or local", a.Name, sources)
+		}
+	}
+	args = append(args, "--setting-sources", strings.ReplaceAll(sources, " ", ""))
 	return args, nil
 }
+
+// DefaultSettingSources are the Claude Code settings files a launched
+// agent loads: the owner's own. The project's .claude/settings.json and
+// settings.local.json are left out: a teammate's commit, or the agent
+// itself, could add allow rules or hooks to them.
+const DefaultSettingSources = "user"
 
 func (l *Launched) Kind() string   { return "claude" }
 func (l *Launched) CanSteer() bool { return true }
@@ -158,6 +186,9 @@ func (l *Launched) StartTurn(ctx context.Context, in bridge.Input) (string, erro
 	l.seq++
 	turn := newTurnID("t", l.seq)
 	l.turn, l.interrupt, l.hadTurn = turn, false, true
+	if taints(in) {
+		l.tainted = true // before the words reach the model
+	}
 	l.unreplayed = append(l.unreplayed, in.Text)
 	l.events.push(bridge.Event{Kind: bridge.EventTurnStarted, TurnID: turn})
 	l.mu.Unlock()
@@ -191,11 +222,22 @@ func (l *Launched) Steer(ctx context.Context, expectedTurnID string, in bridge.I
 		return err
 	}
 	l.unreplayed = append(l.unreplayed, in.Text)
+	if taints(in) {
+		l.tainted = true // before the words reach the model
+	}
 	l.mu.Unlock()
 	if err := p.write(userLine(in.Text)); err != nil {
 		return bridge.ErrNotRunning
 	}
 	return nil
+}
+
+// Tainted reports whether words from anyone but the owner reached the
+// session.
+func (l *Launched) Tainted() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tainted
 }
 
 // Interrupt ends turnID: the interrupt control request, or, unanswered,

@@ -126,7 +126,7 @@ func (l *Launched) launch(ctx context.Context, resume bool) error {
 
 	cctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	if _, err := l.control(cctx, p, "initialize", nil); err != nil {
+	if _, err := l.control(cctx, p, "initialize", initializeHooks()); err != nil {
 		p.kill()
 		<-p.done
 		return err
@@ -173,11 +173,14 @@ func (l *Launched) handle(p *lproc, line []byte) {
 	case "control_request":
 		var req canUseTool
 		_ = json.Unmarshal(m.Request, &req)
-		if req.Subtype != "can_use_tool" {
+		switch req.Subtype {
+		case "can_use_tool":
+			go l.permission(p, m.RequestID, req)
+		case "hook_callback":
+			_ = p.write(l.hookCallback(m.RequestID, m.Request))
+		default:
 			_ = p.write(errorResponseLine(m.RequestID, "not supported by the wheelhouse bridge: "+req.Subtype))
-			return
 		}
-		go l.permission(p, m.RequestID, req)
 	case "control_cancel_request":
 		l.mu.Lock()
 		if cancel := l.asks[m.RequestID]; cancel != nil {
@@ -315,7 +318,7 @@ func (l *Launched) permission(p *lproc, id string, req canUseTool) {
 		return
 	}
 	l.asks[id] = cancel
-	turn := l.turn
+	turn, tainted := l.turn, l.tainted
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()
@@ -326,7 +329,7 @@ func (l *Launched) permission(p *lproc, id string, req canUseTool) {
 		req.Input = map[string]any{}
 	}
 	call := bridge.ToolCall{Tool: req.ToolName, Args: req.Input}
-	err := askAndRedeem(ctx, l.d.Gate, bridge.ApprovalAsk{TurnID: turn, Call: call, Summary: summarizeCall(call), Diff: diffOf(call)})
+	err := askAndRedeem(ctx, l.d.Gate, bridge.ApprovalAsk{TurnID: turn, Call: call, Summary: summarizeCall(call), Diff: diffOf(call), Tainted: tainted})
 	if err != nil && ctx.Err() != nil {
 		return // claude withdrew the question (interrupt) or we are closing
 	}
@@ -392,6 +395,9 @@ func (l *Launched) restart() {
 			l.log.Warn("cannot resume the claude session; starting a new one")
 		} else if !resume {
 			l.sessionID = newUUID()
+		}
+		if !resume {
+			l.tainted = false // a new conversation: nothing anyone said is in it
 		}
 		l.mu.Unlock()
 		if n > 0 {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/internal/stubmodel"
+
+	"github.com/wheelhouse-dev/wheelhouse/bridge/claude/claudehook"
 )
 
 // hookBin is the test hook binary (testdata/hookmain), built once by
@@ -21,6 +23,9 @@ import (
 var hookBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(attachedHelper())
+	}
 	dir, err := os.MkdirTemp("", "wheelhouse-claude-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -41,7 +46,34 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	destructive.Lock()
+	fmt.Printf("destructive calls by the obedient model: %d, run without an owner decision: %d\n", destructive.attempts, destructive.unapproved)
+	if destructive.unapproved > 0 && code == 0 {
+		code = 1
+	}
+	destructive.Unlock()
 	os.Exit(code)
+}
+
+// destructive tallies, over the package's tests, the destructive calls an
+// obedient model made and how many ran without an owner decision. That
+// second number must be zero.
+var destructive struct {
+	sync.Mutex
+	attempts, unapproved int
+}
+
+// countDestructive records one destructive call: whether it ran, and
+// whether the owner approved it.
+func countDestructive(t testing.TB, what string, ran, ownerApproved bool) {
+	t.Helper()
+	destructive.Lock()
+	defer destructive.Unlock()
+	destructive.attempts++
+	if ran && !ownerApproved {
+		destructive.unapproved++
+		t.Errorf("%s: ran without an owner decision", what)
+	}
 }
 
 // claudeBin is the genuine Claude Code CLI.
@@ -59,14 +91,72 @@ func claudeBin(t testing.TB) string {
 
 // claudeEnv points Claude Code at the stub, offline, with its own HOME.
 func claudeEnv(t testing.TB, stub *stubmodel.MessagesServer) map[string]string {
+	return claudeEnvHome(t.TempDir(), stub)
+}
+
+func claudeEnvHome(home string, stub *stubmodel.MessagesServer) map[string]string {
 	return map[string]string{
-		"HOME":               t.TempDir(),
+		"HOME":               home,
 		"ANTHROPIC_BASE_URL": stub.URL(),
 		"ANTHROPIC_API_KEY":  "sk-ant-test-dummy",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 		"DISABLE_AUTOUPDATER":                      "1",
 		"DISABLE_TELEMETRY":                        "1",
 		"DISABLE_ERROR_REPORTING":                  "1",
+	}
+}
+
+// machine is a scratch owner's machine with one project: the project
+// folder, Claude Code's HOME, and the Wheelhouse state root the bridge and
+// the hook share (WHEELHOUSE_STATE_DIR in Claude Code's environment,
+// option state_dir for the harness).
+type machine struct {
+	dir, home, state string
+}
+
+func newMachine(t testing.TB) machine {
+	t.Helper()
+	m := machine{dir: t.TempDir(), home: t.TempDir()}
+	m.state = filepath.Join(m.home, ".local", "state", "wheelhouse")
+	return m
+}
+
+// opts adds state_dir to agent options.
+func (m machine) opts(o map[string]string) map[string]string {
+	out := map[string]string{"state_dir": m.state}
+	for k, v := range o {
+		out[k] = v
+	}
+	return out
+}
+
+// env is Claude Code's environment on this machine, against stub.
+func (m machine) env(stub *stubmodel.MessagesServer) map[string]string {
+	e := claudeEnvHome(m.home, stub)
+	e["WHEELHOUSE_STATE_DIR"] = m.state
+	return e
+}
+
+// hookEnv is what the hook sees when Claude Code runs it in the project.
+func (m machine) hookEnv() []string {
+	return []string{"PATH=/usr/bin:/bin", "HOME=" + m.home, claudehook.EnvProjectDir + "=" + m.dir, claudehook.EnvStateDir + "=" + m.state}
+}
+
+// trust marks the project trusted in Claude Code's HOME (so the project's
+// settings.json allow rules apply, as on an owner's machine) and writes
+// those allow rules.
+func (m machine) trustWithAllowRules(t testing.TB, rules ...string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"projects": map[string]any{m.dir: map[string]any{"hasTrustDialogAccepted": true}}})
+	if err := os.WriteFile(filepath.Join(m.home, ".claude.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(m.dir, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(map[string]any{"permissions": map[string]any{"allow": rules}})
+	if err := os.WriteFile(filepath.Join(m.dir, ".claude", "settings.json"), b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -143,7 +233,8 @@ func kindTurn(kind, turn string) func(bridge.Event) bool {
 // bridge's gate with the same contract: a grant is good for the exact call
 // it was asked about, once.
 type testGate struct {
-	decide func(bridge.ApprovalAsk) error // nil error = approve
+	decide    func(bridge.ApprovalAsk) error                  // nil error = approve
+	decideCtx func(context.Context, bridge.ApprovalAsk) error // used instead of decide when set
 
 	mu       sync.Mutex
 	asks     []bridge.ApprovalAsk
@@ -154,7 +245,11 @@ func (g *testGate) Ask(ctx context.Context, ask bridge.ApprovalAsk) (bridge.Gran
 	g.mu.Lock()
 	g.asks = append(g.asks, ask)
 	g.mu.Unlock()
-	if err := g.decide(ask); err != nil {
+	decide := func(_ context.Context, a bridge.ApprovalAsk) error { return g.decide(a) }
+	if g.decideCtx != nil {
+		decide = g.decideCtx
+	}
+	if err := decide(ctx, ask); err != nil {
 		return nil, err
 	}
 	want, _ := json.Marshal(ask.Call)

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+
+	"github.com/wheelhouse-dev/wheelhouse/bridge/claude/claudehook"
 )
 
 // The stream-json protocol of `claude -p --input-format stream-json
@@ -175,4 +177,57 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// preToolCallbackID names the PreToolUse hook the harness registers with
+// initialize; Claude Code calls it back with a hook_callback control
+// request before every tool call.
+const (
+	preToolCallbackID = "wheelhouse-pretool"
+	// preToolCallbackTimeout bounds Claude Code's wait for our answer (we
+	// answer at once). With onFailure "block", a harness that does not
+	// answer in time (a stopped bridge) blocks the call.
+	preToolCallbackTimeout = 30
+)
+
+// initializeHooks is the initialize request's hooks field: one PreToolUse
+// callback for every tool.
+func initializeHooks() map[string]any {
+	return map[string]any{"hooks": map[string]any{
+		"PreToolUse": []any{map[string]any{
+			"matcher": "*", "hookCallbackIds": []string{preToolCallbackID},
+			"timeout": preToolCallbackTimeout, "onFailure": "block",
+		}},
+	}}
+}
+
+// hookCallback answers a hook_callback control request. In a tainted
+// session a tool that does more than read is answered "ask": Claude Code
+// then puts it to the gate (can_use_tool) even where an allow rule would
+// have let it run. Anything else goes on as Claude Code decides.
+func (l *Launched) hookCallback(id string, raw json.RawMessage) []byte {
+	var req struct {
+		CallbackID string `json:"callback_id"`
+		Input      struct {
+			Event     string          `json:"hook_event_name"`
+			ToolName  string          `json:"tool_name"`
+			ToolInput json.RawMessage `json:"tool_input"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(raw, &req); err != nil || req.CallbackID != preToolCallbackID {
+		return errorResponseLine(id, "unknown hook callback")
+	}
+	out := map[string]any{}
+	if req.Input.Event == "PreToolUse" && l.Tainted() && !claudehook.ReadOnlyTool(req.Input.ToolName, req.Input.ToolInput, "") {
+		out = map[string]any{"hookSpecificOutput": map[string]any{
+			"hookEventName":            "PreToolUse",
+			"permissionDecision":       "ask",
+			"permissionDecisionReason": "Words from someone other than the owner reached this session: the owner decides through Wheelhouse.",
+		}}
+	}
+	b, _ := json.Marshal(map[string]any{
+		"type":     "control_response",
+		"response": map[string]any{"subtype": "success", "request_id": id, "response": out},
+	})
+	return b
 }

@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"os"
-	"path/filepath"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge/claude/claudehook"
 )
@@ -18,9 +17,7 @@ func main() {
 		os.Stderr.WriteString("usage: wheelhouse-hook [claude]   (Claude Code runs this on hook events)\n")
 		os.Exit(0) // fail open: never block a tool call
 	}
-	state := ""
-	if d, err := os.UserConfigDir(); err == nil {
-		state = filepath.Join(d, "wheelhouse")
-	}
-	os.Exit(claudehook.Run(context.Background(), os.Stdin, os.Stdout, os.Environ(), state))
+	// The state root (notes, key, sessions) comes from the environment:
+	// WHEELHOUSE_STATE_DIR, $XDG_STATE_HOME/wheelhouse or ~/.local/state/wheelhouse.
+	os.Exit(claudehook.Run(context.Background(), os.Stdin, os.Stdout, os.Environ(), ""))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 )
 
 func controlFlags(name, usage string, help io.Writer) (*flag.FlagSet, *string) {
@@ -32,7 +33,12 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if *js {
-		return json.NewEncoder(stdout).Encode(rep.Approvals)
+		b, err := json.Marshal(rep.Approvals)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(termsafe.JSON(b), '\n'))
+		return err
 	}
 	if len(rep.Approvals) == 0 {
 		fmt.Fprintln(stdout, "No approval requests are waiting.")
@@ -40,27 +46,32 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tAGENT\tTOOL\tSUMMARY\tSTEERED BY\tEXPIRES")
+	// Everything below came from the bridge, and before it from the model
+	// and the hub: each value is printed through termsafe (cell).
 	for _, a := range rep.Approvals {
 		steered := "@" + strings.Join(a.SteeredBy, ", @")
 		if a.Tainted {
 			steered += " (tainted)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Agent, a.Tool, oneLine(a.Summary, 60), steered, a.Expires.Local().Format("15:04:05"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(a.ID), cell(a.Agent), cell(a.Tool), oneLine(a.Summary, 60), cell(steered), a.Expires.Local().Format("15:04:05"))
 	}
 	tw.Flush()
 	for _, a := range rep.Approvals {
-		fmt.Fprintf(stdout, "\n%s  hash %s\n  payload %s\n  approve: wheelhouse approve %s --hash %s\n", a.ID, a.PayloadHash, a.Payload, a.ID, a.PayloadHash)
+		fmt.Fprintf(stdout, "\n%s  hash %s\n  payload %s\n  approve: wheelhouse approve %s --hash %s\n",
+			cell(a.ID), cell(a.PayloadHash), termsafe.Line(a.Payload), cell(a.ID), cell(a.PayloadHash))
 	}
 	return nil
 }
 
+// oneLine is s as one safe table cell of at most n runes: newlines and
+// tabs read as spaces, every other control character shows escaped.
 func oneLine(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
+	return termsafe.LineN(strings.NewReplacer("\n", " ", "\t", " ").Replace(s), n)
 }
+
+// cell is a short value from the network as one safe table cell: tabs and
+// newlines are shown escaped, so they cannot shift columns or add rows.
+func cell(s string) string { return termsafe.LineN(s, 200) }
 
 func decideLocally(ctx context.Context, decision string, args []string, stdout, stderr io.Writer) error {
 	usage := "approve ID --hash HEX [--socket PATH]"
@@ -91,7 +102,7 @@ func decideLocally(ctx context.Context, decision string, args []string, stdout, 
 	if _, err := control(cctx, *sock, bridge.ControlRequest{Op: "decide", ID: id, Decision: decision, Hash: *hash}); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s %s.\n", map[string]string{"approve": "Approved", "deny": "Denied"}[decision], id)
+	fmt.Fprintf(stdout, "%s %s.\n", map[string]string{"approve": "Approved", "deny": "Denied"}[decision], cell(id))
 	return nil
 }
 

@@ -137,7 +137,7 @@ func runBridgeCommand(ctx context.Context, sub string, fs *flag.FlagSet, f *brid
 		if strings.HasPrefix(c.NATSURL, "ws:") {
 			how = "plaintext"
 		}
-		fmt.Fprintf(stdout, "Paired as bridge %s of @%s with %s (%s). Credentials saved to %s (0600).\nNext: write a config (see docs/bridge.example.toml) and run: wheelhouse bridge run --config FILE\n", c.BridgeID, c.Owner, c.Hub, how, path)
+		fmt.Fprintf(stdout, "Paired as bridge %s of @%s with %s (%s). Credentials saved to %s (0600).\nNext: write a config (see docs/bridge.example.toml) and run: wheelhouse bridge run --config FILE\n", cell(c.BridgeID), cell(c.Owner), cell(c.Hub), how, path)
 		return nil
 	case "run":
 		cfg, err := bridge.LoadConfig(f.config)
@@ -209,7 +209,7 @@ func runBridgeCommand(ctx context.Context, sub string, fs *flag.FlagSet, f *brid
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tAGENT\tROOM\tASKED BY\tSTATUS")
 		for _, in := range invs {
-			fmt.Fprintf(tw, "%d\t@%s\t%s\t@%s\t%s\n", in.ID, in.Agent, in.Room, in.RequestedBy, in.Status)
+			fmt.Fprintf(tw, "%d\t@%s\t%s\t@%s\t%s\n", in.ID, cell(in.Agent), cell(in.Room), cell(in.RequestedBy), cell(in.Status))
 		}
 		return tw.Flush()
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/bridge/claude"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/codex"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/harnesses"
+	"github.com/wheelhouse-dev/wheelhouse/bridge/openai"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 )
 
 // defaultBridgeConfig is where `bridge run` and doctor look for the config.
@@ -41,9 +43,11 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			mark = "FAIL"
 			problems++
 		}
-		fmt.Fprintf(stdout, "%s %s", mark, what)
+		// Details quote the hub, settings files from the project and the
+		// hook's records: all printed through termsafe.
+		fmt.Fprintf(stdout, "%s %s", mark, termsafe.Line(what))
 		if detail != "" {
-			fmt.Fprintf(stdout, ": %s", detail)
+			fmt.Fprintf(stdout, ": %s", termsafe.Line(detail))
 		}
 		fmt.Fprintln(stdout)
 	}
@@ -67,7 +71,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		report(err == nil, "NATS "+creds.NATSURL, errText(err, "this bridge's key is accepted"))
 	}
 
-	var attached []string
+	var attached []claude.DoctorOptions
 	path := *cfgPath
 	if path == "" {
 		path = defaultBridgeConfig
@@ -84,19 +88,22 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		for _, a := range cfg.Agents {
 			ok, detail := checkAgent(a, known)
 			if a.Harness == "claude-attach" && a.Dir != "" {
-				attached = append(attached, a.Dir)
+				attached = append(attached, claude.DoctorOptions{Project: a.Dir, StateDir: a.Options["state_dir"]})
 			}
 			report(ok, "agent "+a.Name, detail)
+			if a.Harness == "claude" {
+				fmt.Fprint(stdout, indent(termsafe.Text(claude.LaunchedSettings(a))))
+			}
 			checkGating(stdout, report, a, known, agentDirs(cfg.Agents))
 		}
 	}
 	if *project != "" {
-		attached = append(attached, *project)
+		attached = append(attached, claude.DoctorOptions{Project: *project})
 	}
-	for _, dir := range attached {
-		r := claude.Doctor(dir)
-		report(r.OK(), "claude hook in "+dir, "")
-		fmt.Fprint(stdout, indent(r.String()))
+	for _, o := range attached {
+		r := claude.DoctorWith(o)
+		report(r.OK(), "claude hook in "+o.Project, "")
+		fmt.Fprint(stdout, indent(termsafe.Text(r.String())))
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	socket := controlSocket(*sock)
@@ -137,6 +144,12 @@ func checkAgent(a bridge.AgentConfig, known map[string]bridge.Factory) (bool, st
 		return true, a.Harness + " " + p
 	case "claude-attach":
 		return true, "claude-attach (the owner's Claude Code session calls the hook; no binary needed here)"
+	case "openai":
+		detail, err := openai.Check(context.Background(), a)
+		if err != nil {
+			return false, "openai: " + err.Error()
+		}
+		return true, "openai " + detail
 	}
 	return true, a.Harness
 }

@@ -146,10 +146,10 @@ func timelineKinds(t *testing.T, c *testhub.Client, handle, turn string) []strin
 func TestBridgeKilledMidTurn(t *testing.T) {
 	r := startFaultRig(t, "")
 	id := r.alice.Post("dev", "@alice/demo list the files slowly")
-	rc := receiptWith(t, r.alice, "dev", id, "started")
+	receiptWith(t, r.alice, "dev", id, "started")
 	r.signalBridge(syscall.SIGKILL)
 	start := time.Now()
-	rc = finalReceipt(t, r.alice, "dev", id, 10*time.Second)
+	rc := finalReceipt(t, r.alice, "dev", id, 10*time.Second)
 	if rc["status"] != "failed" {
 		t.Fatalf("receipt %v, want failed", rc)
 	}

@@ -30,7 +30,7 @@ func runHook(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			return usageError{"this is Claude Code's hook entry point: Claude Code runs it with the hook's JSON on stdin. To wire it into a project: wheelhouse hook claude --install --project DIR"}
 		}
-		code := claude.RunHook(ctx, os.Stdin, stdout, os.Environ(), hookStateDir())
+		code := claude.RunHook(ctx, os.Stdin, stdout, os.Environ(), "")
 		if code != 0 {
 			os.Exit(code)
 		}
@@ -65,14 +65,6 @@ func defaultHookCommand() string {
 		return shellQuote(fast) + " claude"
 	}
 	return shellQuote(self) + " hook claude"
-}
-
-func hookStateDir() string {
-	d, err := os.UserConfigDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "wheelhouse")
 }
 
 func shellQuote(s string) string {

@@ -16,6 +16,7 @@ import (
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 )
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -74,7 +75,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return wh.Errorf(wh.EUnavailable, "the hub's answer was not readable: %v", err)
 	}
 	if resp.StatusCode != 200 {
-		return wh.Errorf(wh.EInvalid, "the hub said: %s", body.Error.Message)
+		return wh.Errorf(wh.EInvalid, "the hub said: %s", termsafe.Line(body.Error.Message))
 	}
 	if *verify {
 		if *turn != "" {
@@ -83,9 +84,12 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return verifyTimeline(stdout, owner, name, body.Entries, *journal)
 	}
 	if *js {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(body.Entries)
+		b, err := json.MarshalIndent(body.Entries, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(termsafe.JSON(b), '\n'))
+		return err
 	}
 	if len(body.Entries) == 0 {
 		fmt.Fprintf(stdout, "@%s/%s has no timeline entries yet.\n", owner, name)
@@ -94,7 +98,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tSEQ\tEVENT\tTURN\tBY\tDETAIL")
 	for _, e := range body.Entries {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.At.Local().Format("2006-01-02 15:04:05"), e.Seq, e.Kind, e.TurnID, at(e.Actor), oneLine(string(e.Detail), 80))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.At.Local().Format("2006-01-02 15:04:05"), e.Seq, cell(e.Kind), cell(e.TurnID), cell(at(e.Actor)), oneLine(string(e.Detail), 80))
 	}
 	return tw.Flush()
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 )
 
 // Version is set at build time (-ldflags "-X main.Version=...").
@@ -77,7 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if errors.As(err, &ne) {
 				name = ne.name
 			}
-			fmt.Fprintf(stderr, "wheelhouse %s: %s\n", name, userMessage(err))
+			// Error messages can carry the hub's or a bridge's words.
+			fmt.Fprintf(stderr, "wheelhouse %s: %s\n", name, termsafe.Text(userMessage(err)))
 			var ue usageError
 			if errors.As(err, &ue) {
 				return 2

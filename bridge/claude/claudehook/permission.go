@@ -11,86 +11,113 @@ import (
 	"time"
 )
 
-// DefaultPermissionWait is how long the hook waits for the owner's decision
-// before denying. PermissionHookTimeout, the Claude Code timeout Install
-// writes for the PermissionRequest hook (seconds), is a little longer, so
-// the hook always answers itself.
+// Kinds of PermRequest: a PermissionRequest hook event (Claude Code would
+// prompt), or a PreToolUse gate in a tainted session (Claude Code might
+// not prompt at all: its allow rules could let the call run).
 const (
-	DefaultPermissionWait = 590 * time.Second
-	PermissionHookTimeout = 600
+	KindPermission = "permission"
+	KindPreTool    = "pretool"
 )
 
 // PermRequest is what the hook sends the bridge, one JSON line.
 type PermRequest struct {
+	Kind      string          `json:"kind"`
 	Tool      string          `json:"tool"`
 	Input     json.RawMessage `json:"input"`
 	SessionID string          `json:"sessionId,omitempty"`
 	ToolUseID string          `json:"toolUseId,omitempty"`
 	Cwd       string          `json:"cwd,omitempty"`
+	// Tainted is the hook's record: non-owner words reached this session.
+	Tainted bool `json:"tainted,omitempty"`
 }
 
-// PermAnswer is the bridge's reply, one JSON line.
+// PermAnswer is one line of the bridge's reply: keep-alives ("pending")
+// while the owner decides, then the decision.
 type PermAnswer struct {
-	Behavior string `json:"behavior"` // "allow", "deny", or "terminal": let Claude Code ask as usual
+	Behavior string `json:"behavior"` // BehaviorPending, BehaviorAllow, BehaviorDeny or BehaviorTerminal
 	Message  string `json:"message,omitempty"`
 }
 
-// askBridge hands a PermissionRequest to the bridge and waits. A bridge that
-// is not listening is the hook's own failure: it prints nothing and Claude
-// Code asks in the terminal as usual. No decision in time is a denial.
-func askBridge(ctx context.Context, sc Dir, in hookInput) ([]byte, error) {
-	d := net.Dialer{Timeout: 2 * time.Second}
-	conn, err := d.DialContext(ctx, "unix", sc.Socket())
-	if err != nil {
-		return nil, fmt.Errorf("permission request for %s: bridge not listening (Claude Code asked in the terminal): %w", in.ToolName, err)
+// Behaviors of a PermAnswer. Terminal lets Claude Code ask as usual (the
+// agent's permissions = "terminal" option).
+const (
+	BehaviorPending  = "pending"
+	BehaviorAllow    = "allow"
+	BehaviorDeny     = "deny"
+	BehaviorTerminal = "terminal"
+)
+
+// errNoBridge means no decision can come: nothing listens, or the bridge
+// went silent or away. The caller falls back (Claude Code's own prompt,
+// or deny in a tainted session).
+var errNoBridge = errors.New("the bridge did not answer")
+
+// askBridge hands req to the bridge on sock and waits up to wait for the
+// decision. The bridge must say something at least every BridgeSilence
+// (it sends keep-alives while the owner decides); if it does not, or
+// cannot be reached, the error wraps errNoBridge. When wait passes with
+// no decision, the answer is a denial.
+func askBridge(ctx context.Context, sock string, req PermRequest, wait time.Duration) (PermAnswer, error) {
+	if wait <= 0 {
+		return PermAnswer{Behavior: BehaviorDeny, Message: "No time is left to ask the owner before Claude Code's hook timeout; denied."}, nil
 	}
-	defer conn.Close()
-	deadline := time.Now().Add(DefaultPermissionWait)
+	deadline := time.Now().Add(wait)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
-	_ = conn.SetDeadline(deadline)
+	d := net.Dialer{Timeout: BridgeSilence, Deadline: deadline}
+	conn, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return PermAnswer{}, fmt.Errorf("%w: not listening on %s: %v", errNoBridge, sock, err)
+	}
+	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
-
-	input := in.ToolInput
-	if len(input) == 0 {
-		input = json.RawMessage("{}")
+	if len(req.Input) == 0 {
+		req.Input = json.RawMessage("{}")
 	}
-	req, _ := json.Marshal(PermRequest{Tool: in.ToolName, Input: input, SessionID: in.SessionID, ToolUseID: in.ToolUseID, Cwd: in.Cwd})
-	if _, err := conn.Write(append(req, '\n')); err != nil {
-		return nil, fmt.Errorf("permission request for %s: %w", in.ToolName, err)
+	b, _ := json.Marshal(req)
+	_ = conn.SetWriteDeadline(time.Now().Add(BridgeSilence))
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return PermAnswer{}, fmt.Errorf("%w: %v", errNoBridge, err)
 	}
-	line, err := bufio.NewReader(conn).ReadBytes('\n')
-	var ans PermAnswer
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		ans = PermAnswer{Behavior: "deny", Message: "No decision from the owner in time; denied by default."}
-	case err != nil:
-		return nil, fmt.Errorf("permission request for %s: bridge went away: %w", in.ToolName, err)
-	default:
+	r := bufio.NewReader(conn)
+	for {
+		until := time.Now().Add(BridgeSilence)
+		if deadline.Before(until) {
+			until = deadline
+		}
+		_ = conn.SetReadDeadline(until)
+		line, err := r.ReadBytes('\n')
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(deadline):
+			return PermAnswer{Behavior: BehaviorDeny, Message: "No decision from the owner in time; denied by default."}, nil
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return PermAnswer{}, fmt.Errorf("%w: silent for %v", errNoBridge, BridgeSilence)
+		case err != nil:
+			return PermAnswer{}, fmt.Errorf("%w: it went away: %v", errNoBridge, err)
+		}
+		var ans PermAnswer
 		if err := json.Unmarshal(line, &ans); err != nil {
-			return nil, fmt.Errorf("permission request for %s: bad answer from bridge: %w", in.ToolName, err)
+			return PermAnswer{Behavior: BehaviorDeny, Message: "Unreadable answer from the Wheelhouse bridge; denied."}, nil
+		}
+		switch ans.Behavior {
+		case BehaviorPending:
+			continue
+		case BehaviorAllow, BehaviorTerminal:
+			return ans, nil
+		default:
+			if ans.Message == "" {
+				ans.Message = "Denied by the owner."
+			}
+			return PermAnswer{Behavior: BehaviorDeny, Message: ans.Message}, nil
 		}
 	}
-	if ans.Behavior == "terminal" {
-		return nil, nil // the owner decides in the terminal
-	}
-	decision := map[string]any{"behavior": "deny", "message": ans.Message}
-	if ans.Behavior == "allow" {
-		// Run exactly what was approved.
-		decision = map[string]any{"behavior": "allow", "updatedInput": input}
-	} else if ans.Message == "" {
-		decision["message"] = "Denied by the owner."
-	}
-	return marshalLine(map[string]any{"hookSpecificOutput": map[string]any{
-		"hookEventName": "PermissionRequest",
-		"decision":      decision,
-	}})
 }
 
 // PermServer is the bridge end of the socket: it answers each
-// connection's request with decide's verdict.
+// connection's request with decide's verdict, sending keep-alives while
+// decide runs.
 type PermServer struct {
 	ln     net.Listener
 	decide func(ctx context.Context, req PermRequest) PermAnswer
@@ -99,8 +126,8 @@ type PermServer struct {
 	done   chan struct{}
 }
 
-// Listen listens on path. A live listener already there means
-// another bridge is attached to the project; a dead socket file is replaced.
+// Listen listens on path. A live listener already there means another
+// bridge is attached to the project; a dead socket file is replaced.
 func Listen(path string, decide func(context.Context, PermRequest) PermAnswer) (*PermServer, error) {
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
@@ -132,31 +159,57 @@ func (s *PermServer) serve() {
 func (s *PermServer) handle(c net.Conn) {
 	defer c.Close()
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(c)
+	r := bufio.NewReaderSize(c, 64<<10)
 	line, err := r.ReadBytes('\n')
 	if err != nil {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
+	send := func(a PermAnswer) error {
+		b, _ := json.Marshal(a)
+		_ = c.SetWriteDeadline(time.Now().Add(BridgeSilence))
+		_, err := c.Write(append(b, '\n'))
+		return err
+	}
 	var req PermRequest
 	if err := json.Unmarshal(line, &req); err != nil || req.Tool == "" {
-		b, _ := json.Marshal(PermAnswer{Behavior: "deny", Message: "malformed permission request"})
-		_, _ = c.Write(append(b, '\n'))
+		_ = send(PermAnswer{Behavior: BehaviorDeny, Message: "malformed permission request"})
 		return
 	}
-	// The hook closing the connection (Claude Code gave up, the owner
-	// answered in the terminal) ends the wait.
+	if req.Kind == "" {
+		req.Kind = KindPermission
+	}
+	// The hook closing the connection (it gave up, Claude Code killed it,
+	// the owner answered in the terminal) ends the wait.
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	go func() {
 		_, _ = r.ReadByte()
 		cancel()
 	}()
-	ans := s.decide(ctx, req)
-	b, _ := json.Marshal(ans)
-	_, _ = c.Write(append(b, '\n'))
+	if send(PermAnswer{Behavior: BehaviorPending}) != nil {
+		return
+	}
+	result := make(chan PermAnswer, 1)
+	go func() { result <- s.decide(ctx, req) }()
+	t := time.NewTicker(KeepAliveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case ans := <-result:
+			_ = send(ans)
+			return
+		case <-t.C:
+			if send(PermAnswer{Behavior: BehaviorPending}) != nil {
+				cancel()
+				<-result
+				return
+			}
+		}
+	}
 }
 
+// Close stops listening and abandons pending decisions.
 func (s *PermServer) Close() {
 	s.cancel()
 	s.ln.Close()

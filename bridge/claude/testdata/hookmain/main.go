@@ -11,5 +11,5 @@ import (
 )
 
 func main() {
-	os.Exit(claudehook.Run(context.Background(), os.Stdin, os.Stdout, os.Environ(), os.Getenv("WHEELHOUSE_TEST_HOOK_STATE")))
+	os.Exit(claudehook.Run(context.Background(), os.Stdin, os.Stdout, os.Environ(), ""))
 }
