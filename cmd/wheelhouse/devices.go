@@ -10,6 +10,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
@@ -85,7 +86,7 @@ func runDevices(ctx context.Context, fs *flag.FlagSet, f *bridgeFlags, stdout io
 		if d.Revoked {
 			status = "revoked " + d.RevokedAt.Local().Format("2006-01-02 15:04")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.ID, d.Name, d.Kind, d.AddedAt.Local().Format("2006-01-02 15:04"), status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.Line(d.ID), termsafe.Line(d.Name), termsafe.Line(d.Kind), d.AddedAt.Local().Format("2006-01-02 15:04"), status)
 	}
 	return tw.Flush()
 }
