@@ -64,6 +64,8 @@ func startFaultRig(t *testing.T, policy string, hubArgs ...string) *faultRig {
 [[agent]]
 name = "demo"
 harness = "demo"
+  [agent.rooms]
+  dev = "normal"
   [agent.options]
   steps = "6"
   step = "1s"

@@ -18,6 +18,7 @@ import { initPanel } from './panel.js';
 import { openPairing } from './pairing.js';
 import { openTokens } from './tokens.js';
 import { openAdmin } from './admin.js';
+import { initOwner, loadOwner, ownerEvent } from './owner.js';
 
 let live = null;
 let initialized = false;
@@ -52,6 +53,7 @@ function initOnce() {
   initAgents();
   initApprovals();
   initPanel();
+  initOwner();
   document.getElementById('members-button').addEventListener('click', openMembers);
   window.addEventListener('hashchange', route);
   on('message', onMessage);
@@ -85,7 +87,7 @@ async function start(me) {
   });
   live.start();
   primeUnread(rooms);
-  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals()]);
+  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadOwner()]);
   route();
 }
 
@@ -213,6 +215,7 @@ function onEvent(ev) {
       upsertApproval(d);
       break;
     default:
+      ownerEvent(ev);
       break;
   }
 }
@@ -234,6 +237,7 @@ function sessionLost(notice) {
   state.roomAgents = new Map();
   state.approvals = new Map();
   state.invitations = new Map();
+  state.requests = new Map();
   state.allAgents = [];
   clearMessages();
   resetComposer();
