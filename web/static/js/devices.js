@@ -36,10 +36,12 @@ function defaultName() {
 
 let listEl;
 let noteEl;
+let statusEl;
 
 // openDevices(why) opens the dialog; why explains what needs a device.
 export function openDevices(why) {
   const status = h('div', { id: 'device-status', class: 'device-status' });
+  statusEl = status;
   listEl = h('ul', { id: 'device-list', class: 'device-list', 'aria-label': 'Devices your bridges trust' });
   noteEl = h('p', { class: 'form-status', id: 'devices-note', role: 'status' });
   const body = h('div', { class: 'stack devices' },
@@ -50,8 +52,7 @@ export function openDevices(why) {
     h('h3', { class: 'subhead' }, 'Devices your bridges trust'),
     listEl, noteEl);
   openDialog({ id: 'devices-dialog', title: 'Devices', body, wide: true });
-  renderStatus(status);
-  renderList();
+  renderStatus(status).then(renderList);
 }
 
 async function renderStatus(el) {
@@ -97,8 +98,8 @@ function enrollForm(status) {
         const rec = await enroll({ user: state.me.name, name: name.value.trim(), code: code.value, bridge: bridge.value, passkey: passkey.checked });
         code.value = '';
         toast(`This browser is enrolled as “${rec.name}”`);
-        renderStatus(status);
-        renderList();
+        await renderStatus(status);
+        await renderList();
         emit('device');
       } catch (ex) {
         setError(err, ex.message || String(ex));
@@ -135,7 +136,7 @@ async function renderList() {
         revoke.disabled = true;
         try {
           await api.revokeDevice(d.id);
-          if (d.id === mine) { await forgetDevice(state.me.name); await loadThisDevice(); }
+          if (d.id === mine) { await forgetDevice(state.me.name); await renderStatus(statusEl); }
           toast(`Revoked “${d.name}”`);
         } catch (ex) {
           toast(ex.message, 'error');
