@@ -231,3 +231,52 @@ func ranTimes(t *testing.T, c *testhub.Client, room, call string) int {
 	}
 	return n
 }
+
+// ceilingAndModeration: alice makes #dev ask-only for her agent from the
+// agent panel (bob's composer says so), then moderates it: bob's mention
+// waits for her, she forwards it from her inbox (signed), and bob's
+// receipt goes on, saying who forwarded it. Both set back at the end
+// (widening: signed by the laptop).
+func (s *suite) ceilingAndModeration(t *testing.T) {
+	a, b := s.al, s.bo
+	a.click(t, "#tab-agents")
+	row := `#agent-panel .agent-row[data-handle="alice/demo"]`
+	setSelect := func(p *page, sel, v string) {
+		eval[bool](t, p, fmt.Sprintf(`(() => { const s = document.querySelector(%s); s.value = %s; s.dispatchEvent(new Event('change')); return true; })()`, js(sel), js(v)))
+	}
+	setSelect(a, row+" .ceiling-select", "ask")
+	b.visible(t, row+` .agent-ceiling[data-ceiling="ask"] .ceiling-badge`)
+	b.compose(t, "@alice/demo look at main.go")
+	b.waitJS(t, "the composer hint", `(document.querySelector('#composer-hint .mode-hint[data-agent="alice/demo"] .mode-text')?.textContent || '').includes('in #dev: asks the owner before every command')`)
+	b.compose(t, "")
+	setSelect(a, row+" .ceiling-select", "normal") // looser: signed
+	b.waitJS(t, "the ceiling back to normal", fmt.Sprintf(`!!document.querySelector(%s)`, js(row+` .agent-ceiling[data-ceiling="normal"]`)))
+	if !strings.Contains(s.br.Out(), `@alice/demo in dev: normal (by d`) {
+		t.Fatalf("the bridge did not take the signed ceiling:\n%s", s.br.Out())
+	}
+
+	// Moderate: only alice addresses it directly; others ask her first.
+	form := row + " .policy-form"
+	eval[bool](t, a, fmt.Sprintf(`(() => { document.querySelector(%s).open = true; return true; })()`, js(row+" .policy-details")))
+	a.click(t, form+` .policy-address[value="moderate"]`)
+	a.click(t, form+" .policy-save")
+	b.waitJS(t, "bob's mode", `document.querySelector('#agent-panel .agent-row[data-handle="alice/demo"] .agent-mode')?.dataset.mode === 'moderated'`)
+	b.send(t, "@alice/demo please summarize README.md")
+	msg := messageJS("bob", "please summarize README.md")
+	b.waitReceipt(t, msg, demo, "held")
+	b.waitJS(t, "waiting for alice", fmt.Sprintf(`(((m) => m && m.querySelector('.receipt[data-agent="alice/demo"] .receipt-text')?.textContent) (%s) || '') === 'waiting for @alice'`, msg))
+	a.click(t, "#tab-inbox")
+	card := `#inbox-panel .request-card[data-status="held"][data-sender="bob"]`
+	a.waitJS(t, "the request", fmt.Sprintf(`(document.querySelector(%s)?.textContent || '').includes('@bob asks @alice/demo')`, js(card)))
+	a.shot(t, s.shots, "request")
+	a.click(t, card+" button.forward")
+	a.gone(t, card)
+	b.waitReceipt(t, msg, demo, "started", "done")
+	b.waitJS(t, "forwarded by alice", fmt.Sprintf(`(((m) => m && m.querySelector('.receipt[data-agent="alice/demo"]')?.dataset.forwardedBy) (%s) || '') === 'alice'`, msg))
+	a.click(t, "#tab-agents")
+	a.click(t, form+` .policy-address[value="members"]`)
+	a.click(t, form+" .policy-save") // wider again: signed
+	b.waitJS(t, "bob addresses it directly again", `['start', 'steer', 'queue'].includes(document.querySelector('#agent-panel .agent-row[data-handle="alice/demo"] .agent-mode')?.dataset.mode)`)
+	eval[bool](t, a, fmt.Sprintf(`(() => { document.querySelector(%s).open = false; return true; })()`, js(row+" .policy-details")))
+	a.waitIdle(t)
+}

@@ -59,6 +59,7 @@ func TestUI(t *testing.T) {
 	s.step(t, "TimelineDialog", s.timeline)
 	s.step(t, "APITokenFromUserMenu", s.apiToken)
 	s.step(t, "FullPolicyInAgentPanel", s.fullPolicy)
+	s.step(t, "RoomCeilingAndModeratedMention", s.ceilingAndModeration)
 	s.step(t, "BridgesListedAndRevoked", s.bridges)
 	s.step(t, "PhoneViewport", s.phone)
 	s.step(t, "OwnerEnrollsAPhoneAndApprovesFromIt", s.phoneApproval)
