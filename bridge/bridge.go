@@ -244,6 +244,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 		defer b.control.Close()
 	}
 	b.printf("connected to %s as bridge %s (owner @%s), %d agent(s)", b.cfg.Creds.Hub, id, b.cfg.Creds.Owner, len(b.agents))
+	if len(b.trust.devices()) == 0 {
+		b.printf("no device of yours is enrolled yet: approve here (wheelhouse approvals), or enroll your browser with the code wheelhouse bridge devices add shows")
+	}
 	t := time.NewTicker(wire.HeartbeatInterval)
 	defer t.Stop()
 	b.tick()

@@ -28,9 +28,6 @@ type Agent struct {
 	// Ceiling is what turns from the room in view may do (room listings
 	// only): normal, ask or read-only.
 	Ceiling string `json:"ceiling,omitempty"`
-	// Grants are the rooms the agent's bridge lets it act in, with their
-	// ceilings, as the bridge last reported them (owner only).
-	Grants []wire.RoomGrant `json:"grants,omitempty"`
 	// Effective is the agent's policy, also when Policy is hidden from
 	// the caller.
 	Effective wire.Policy `json:"-"`
