@@ -215,6 +215,9 @@ func (b *Bridge) answerInvitation(id int64, decision string) error {
 	if inv == nil {
 		return wh.Errorf(wh.ENotFound, "no invitation %d for your agents (see wheelhouse bridge invitations)", id)
 	}
+	if inv.Status != "pending" {
+		return wh.Errorf(wh.EConflict, "invitation %d was already %s", id, inv.Status)
+	}
 	if decision == "accept" {
 		_, name, _ := strings.Cut(inv.Agent, "/")
 		if err := b.AllowRoom(name, inv.Room, ""); err != nil {

@@ -152,7 +152,8 @@ func (l *Link) AddAgent(ctx context.Context, actor *chat.User, roomName, handle,
 // consent relays the owner's consent to a room to the agent's bridge and
 // returns the device that signed it.
 func (l *Link) consent(ctx context.Context, actor *chat.User, a *chat.Agent, room, ceiling string, signed *wire.Signed) (string, error) {
-	if _, held := l.grant(a, room); !held && signed == nil {
+	_, held := l.grant(a, room)
+	if !held && signed == nil {
 		return "", signatureRequired("Letting @" + a.Handle + " act in " + room)
 	}
 	if err := l.bridgeOnline(a); err != nil {
@@ -165,6 +166,9 @@ func (l *Link) consent(ctx context.Context, actor *chat.User, a *chat.Agent, roo
 	}
 	if !ack.OK {
 		return "", relayErr(ack)
+	}
+	if held {
+		return "", nil // the bridge already let it act there: no signature was needed or checked
 	}
 	// The next heartbeat would tell; this node needs to know now.
 	l.noteGrant(a, room, statementCeilingOr(signed, ceiling))
