@@ -34,3 +34,15 @@ func MayRemoveMember(actor, target string, actorIsRoomAdmin bool) Decision {
 	}
 	return deny(ReasonForbidden, "Only a room admin can remove @%s from this room.", target)
 }
+
+// MaySetTopic: in a public room any member may change the topic (as in
+// most team chats); in a private room only its admins; a DM has none.
+func MaySetTopic(actorIsRoomAdmin, private, dm bool) Decision {
+	switch {
+	case dm:
+		return deny(ReasonForbidden, "A DM has no topic; create a room to give a conversation one.")
+	case !private || actorIsRoomAdmin:
+		return allow
+	}
+	return deny(ReasonForbidden, "Only this private room's admins can change its topic; ask one of them.")
+}

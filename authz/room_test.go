@@ -21,6 +21,10 @@ func TestRoomRules(t *testing.T) {
 		{"RemoveOtherAsAdmin/OK", MayRemoveMember("root", "carol", true), ""},
 		{"RemoveOtherAsMember/forbidden", MayRemoveMember("alice", "carol", false), ReasonForbidden},
 		{"RemoveEmptyActor/forbidden", MayRemoveMember("", "", false), ReasonForbidden},
+		{"TopicPublicMember/OK", MaySetTopic(false, false, false), ""},
+		{"TopicPrivateAdmin/OK", MaySetTopic(true, true, false), ""},
+		{"TopicPrivateMember/forbidden", MaySetTopic(false, true, false), ReasonForbidden},
+		{"TopicDM/forbidden", MaySetTopic(true, true, true), ReasonForbidden},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { checkDecision(t, c.d, c.want) })

@@ -9,7 +9,8 @@ import (
 // The figures come from `go test -run '^$' -bench . ./bench/` or
 // `wheelhouse bench`; the test below only checks that a tiny suite runs.
 func TestSuiteRuns(t *testing.T) {
-	if err := Run(context.Background(), Options{Posts: 50, Concurrency: 4, Subscribers: []int{1, 3}, Mentions: 20, ModelCalls: 20}, testWriter{t}); err != nil {
+	if err := Run(context.Background(), Options{Posts: 50, Concurrency: 4, Subscribers: []int{1, 3}, Mentions: 20, ModelCalls: 20,
+		SearchMessages: 300, SearchQueries: 20, Uploads: 3, UploadBytes: 64 << 10}, testWriter{t}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -54,5 +55,16 @@ func BenchmarkSuite(b *testing.B) {
 		if err := Run(context.Background(), Options{}, os.Stdout); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func BenchmarkSearch(b *testing.B) {
+	for b.Loop() {
+		r, err := SearchLatency(context.Background(), 20000, 200)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(r.Hub.P50.Microseconds()), "hub-p50-µs")
+		b.ReportMetric(float64(r.Raw.P50.Microseconds()), "raw-p50-µs")
 	}
 }

@@ -25,6 +25,11 @@ type Options struct {
 	// ModelCalls is the number of model calls for the openai harness's
 	// overhead (default 2000).
 	ModelCalls int
+	// SearchMessages fill the room searched (default 100000); SearchQueries
+	// are timed (default 400).
+	SearchMessages, SearchQueries int
+	// Uploads of UploadBytes each (defaults 40 of 4 MiB).
+	Uploads, UploadBytes int
 }
 
 func (o *Options) defaults() {
@@ -42,6 +47,18 @@ func (o *Options) defaults() {
 	}
 	if o.ModelCalls == 0 {
 		o.ModelCalls = 2000
+	}
+	if o.SearchMessages == 0 {
+		o.SearchMessages = 100_000
+	}
+	if o.SearchQueries == 0 {
+		o.SearchQueries = 400
+	}
+	if o.Uploads == 0 {
+		o.Uploads = 40
+	}
+	if o.UploadBytes == 0 {
+		o.UploadBytes = 4 << 20
 	}
 }
 
@@ -103,6 +120,26 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	rc, hc := dist(rawCalls), dist(harnessCalls)
 	fmt.Fprintf(w, "  harness  %s\n  baseline: raw HTTP round trip, same stub and answer %s\n  ratio p50 %s  p99 %s  (overhead p50 %s per call)\n",
 		hc, rc, ratio(hc.P50, rc.P50), ratio(hc.P99, rc.P99), round(hc.P50-rc.P50))
+
+	fmt.Fprintf(w, "\nSearch (%d messages in one room, %d queries: common and rare words, prefixes, phrases; 20 newest results with snippets)\n", o.SearchMessages, o.SearchQueries)
+	sr, err := SearchLatency(ctx, o.SearchMessages, o.SearchQueries)
+	if err != nil {
+		return check(err, "search")
+	}
+	fmt.Fprintf(w, "  filled at %s (posts through the hub, indexed)\n  hub (HTTP GET /search)  %s\n  baseline: the same FTS5 query on the same database %s\n  ratio p50 %s  p99 %s  (%.1f results a query)\n",
+		sr.Fill, sr.Hub, sr.Raw, ratio(sr.Hub.P50, sr.Raw.P50), ratio(sr.Hub.P99, sr.Raw.P99), sr.HitsPerTerm)
+
+	fmt.Fprintf(w, "\nUploads (%d files of %d KiB, one after another)\n", o.Uploads, o.UploadBytes>>10)
+	rawPut, err := RawObjectPut(ctx, o.Uploads, o.UploadBytes)
+	if err != nil {
+		return check(err, "raw object store put")
+	}
+	up, err := UploadThroughput(ctx, o.Uploads, o.UploadBytes)
+	if err != nil {
+		return check(err, "uploads")
+	}
+	fmt.Fprintf(w, "  hub (HTTP POST /files → object store → log)  %s\n  baseline: raw object store put               %s\n  ratio hub/baseline                            %.2f\n",
+		up, rawPut, (float64(up.N)/up.Elapsed.Seconds())/(float64(rawPut.N)/rawPut.Elapsed.Seconds()))
 	if len(o.HookCmd) > 0 {
 		if o.HookRuns == 0 {
 			o.HookRuns = 200

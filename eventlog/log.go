@@ -65,6 +65,12 @@ type Config struct {
 	// Retry is the first wait before re-applying a batch that failed
 	// (doubled up to a minute); default one second.
 	Retry time.Duration
+	// Capacity reports the event store's use and limit in bytes when the
+	// caller knows them (an embedded NATS server); ok is false otherwise.
+	// Without it, a full store is known from the account's limits or from
+	// a refused append, and known to have room again when an append
+	// succeeds.
+	Capacity func() (used, limit uint64, ok bool)
 }
 
 // Log appends events to the stream and projects them, in order.
@@ -74,6 +80,13 @@ type Log struct {
 	log      *slog.Logger
 	replicas int
 	retry    time.Duration
+	capacity func() (used, limit uint64, ok bool)
+
+	capMu     sync.Mutex // the last reading of capacity
+	capAt     time.Time
+	capKnown  bool
+	capFull   bool
+	capDetail error
 
 	mu      sync.Mutex
 	waiters map[string]chan error
@@ -120,7 +133,7 @@ func New(cfg Config) *Log {
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
 	}
-	return &Log{js: cfg.JS, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry,
+	return &Log{js: cfg.JS, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry, capacity: cfg.Capacity,
 		waiters: map[string]chan error{}, notify: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -160,7 +173,7 @@ func (l *Log) Start(ctx context.Context) error {
 		return wh.Wrap(err, "read the projection position")
 	}
 	if applied > info.State.LastSeq {
-		return wh.Errorf(wh.EInvalid, "the database has applied event %d but the stream ends at %d: this SQLite file belongs to another stream; move it away and restart to rebuild it", applied, info.State.LastSeq)
+		return wh.Errorf(wh.EInvalid, "the database has applied event %d but the stream ends at %d: this SQLite file belongs to another stream (another deployment, or a stream that was reset). Move the SQLite file away and restart to rebuild it from this stream, or point --data at the right data", applied, info.State.LastSeq)
 	}
 	if applied > 0 {
 		if err := l.checkIdentity(ctx, st); err != nil {
@@ -269,15 +282,54 @@ func (l *Log) WaitApplied(ctx context.Context, seq uint64) error {
 	}
 }
 
-// writeErr is the error a write gets while the log cannot take it.
+// writeErr is the error a write gets while the log cannot take it. A store
+// known to be full only because it refused an append (its limit is not
+// visible) does not refuse here: JetStream answers an append at once, and
+// the first one that fits again shows there is room.
 func (l *Log) writeErr() error {
 	if f := l.failed.Load(); f != nil {
 		return &wh.Error{Code: wh.EUnavailable, Reason: f.Reason, Message: "the hub cannot apply changes right now (its database refused a write; it retries on its own): try again shortly", Err: f.Err}
 	}
-	if f := l.health.Load(); f != nil {
+	if full, _, detail := l.capacityFull(); full {
+		// Refused before the store is asked: a store that runs into a full
+		// disk stops taking writes until it restarts (nats-server 2.x).
+		f := &Failure{Reason: ReasonLogFull, Err: detail}
+		if old := l.health.Swap(f); old == nil || old.Reason != f.Reason {
+			l.log.Error("the event log cannot take writes", "reason", f.Reason, "err", detail)
+		}
+		return healthErr(f)
+	}
+	if f := l.health.Load(); f != nil && f.Reason != ReasonLogFull {
 		return healthErr(f)
 	}
 	return nil
+}
+
+// capacityTTL is how long one reading of Capacity serves appends.
+const capacityTTL = 250 * time.Millisecond
+
+// capacityFull reports whether the caller's view of the store (Capacity)
+// says it is full, and whether it has one.
+func (l *Log) capacityFull() (full, known bool, detail error) {
+	if l.capacity == nil {
+		return false, false, nil
+	}
+	l.capMu.Lock()
+	defer l.capMu.Unlock()
+	if time.Since(l.capAt) >= capacityTTL {
+		used, limit, ok := l.capacity()
+		l.capAt, l.capKnown = time.Now(), ok && limit > 0
+		l.capFull = l.capKnown && used >= limit
+		l.capDetail = fmt.Errorf("store %d of %d bytes (its limit, or what its disk has left)", used, limit)
+	}
+	return l.capFull, l.capKnown, l.capDetail
+}
+
+// appended notes an append the stream took: it is not full.
+func (l *Log) appended() {
+	if f := l.health.Load(); f != nil && f.Reason == ReasonLogFull && l.health.CompareAndSwap(f, nil) {
+		l.log.Info("the event log takes writes again", "was", f.Reason)
+	}
 }
 
 func healthErr(f *Failure) error {
@@ -310,10 +362,11 @@ func (l *Log) Append(ctx context.Context, ev chat.Event) (uint64, error) {
 		}
 		l.mu.Unlock()
 	}()
-	ack, err := l.js.Publish(ctx, SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+	ack, err := l.publish(ctx, ev, data)
 	if err != nil {
 		return 0, l.publishErr(err)
 	}
+	l.appended()
 	if ack.Duplicate {
 		// Appended before under the same id: answer as the first time.
 		if err := l.WaitApplied(ctx, ack.Sequence); err != nil {
@@ -343,11 +396,34 @@ func (l *Log) Record(ctx context.Context, ev chat.Event) (uint64, error) {
 	if err != nil {
 		return 0, wh.Wrap(err, "encode event")
 	}
-	ack, err := l.js.Publish(ctx, SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+	ack, err := l.publish(ctx, ev, data)
 	if err != nil {
 		return 0, l.publishErr(err)
 	}
+	l.appended()
 	return ack.Sequence, nil
+}
+
+// errDuplicateInProcess: another publisher (another hub node noticing the
+// same thing) is storing an event with this id right now.
+const errDuplicateInProcess jetstream.ErrorCode = 10158
+
+// publish publishes ev. When another node is storing the same event id at
+// that moment, it asks again shortly: the answer is then the duplicate's
+// ack, as for any retry.
+func (l *Log) publish(ctx context.Context, ev chat.Event, data []byte) (*jetstream.PubAck, error) {
+	for wait := 20 * time.Millisecond; ; wait *= 2 {
+		ack, err := l.js.Publish(ctx, SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != errDuplicateInProcess || wait > time.Second {
+			return ack, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // publishErr says which: storage full (507) or the log unavailable (503).
@@ -396,29 +472,74 @@ func (l *Log) watchStream() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := l.stream.Info(ctx)
-		if err == nil {
-			var ai *jetstream.AccountInfo
-			ai, err = l.js.AccountInfo(ctx)
-			if err == nil && ai.Limits.MaxStore > 0 && ai.Store >= uint64(ai.Limits.MaxStore) {
-				err = fmt.Errorf("store %d of %d bytes", ai.Store, ai.Limits.MaxStore)
-				l.health.Store(&Failure{Reason: ReasonLogFull, Err: err})
-				cancel()
-				continue
-			}
-		}
+		l.checkStream(ctx)
 		cancel()
-		if err == nil {
-			if old := l.health.Swap(nil); old != nil {
-				l.log.Info("the event log takes writes again", "was", old.Reason)
-			}
-			continue
-		}
+	}
+}
+
+func (l *Log) checkStream(ctx context.Context) {
+	info, err := l.stream.Info(ctx)
+	if err == nil {
+		err = quorumErr(info.Cluster)
+	}
+	if err != nil {
 		f := classify(err)
 		if old := l.health.Swap(f); old == nil || old.Reason != f.Reason {
 			l.log.Error("the event log cannot take writes", "reason", f.Reason, "err", err)
 		}
+		return
 	}
+	full, known, detail := l.storeFull(ctx)
+	old := l.health.Load()
+	switch {
+	case full:
+		if l.health.Swap(&Failure{Reason: ReasonLogFull, Err: detail}) == nil {
+			l.log.Error("the event log cannot take writes", "reason", ReasonLogFull, "err", detail)
+		}
+	case old == nil:
+	case old.Reason == ReasonLogFull && !known:
+		// Nothing here can tell whether there is room again; the next
+		// append that succeeds does.
+	case l.health.CompareAndSwap(old, nil):
+		l.log.Info("the event log takes writes again", "was", old.Reason)
+	}
+}
+
+// quorumErr says why a replicated stream cannot take writes: no leader, or
+// fewer than a majority of its replicas online. (A replica of a stream
+// without a leader answers stream info itself, so an answer alone does
+// not mean the stream takes writes.)
+func quorumErr(ci *jetstream.ClusterInfo) error {
+	if ci == nil || len(ci.Replicas) == 0 {
+		return nil // one replica
+	}
+	if ci.Leader == "" {
+		return errors.New("the event stream has no leader: the NATS cluster lost quorum")
+	}
+	up, all := 1, 1+len(ci.Replicas)
+	for _, r := range ci.Replicas {
+		if !r.Offline {
+			up++
+		}
+	}
+	if up <= all/2 {
+		return fmt.Errorf("only %d of the event stream's %d replicas are online", up, all)
+	}
+	return nil
+}
+
+// storeFull reports whether the event store is at its limit, and whether
+// that is known (a limit the hub can see: the embedded server's, or the
+// account's).
+func (l *Log) storeFull(ctx context.Context) (full, known bool, detail error) {
+	if full, known, detail := l.capacityFull(); known {
+		return full, true, detail
+	}
+	ai, err := l.js.AccountInfo(ctx)
+	if err == nil && ai.Limits.MaxStore > 0 {
+		return ai.Store >= uint64(ai.Limits.MaxStore), true, fmt.Errorf("store %d of %d bytes (account limit)", ai.Store, ai.Limits.MaxStore)
+	}
+	return false, false, nil
 }
 
 func (l *Log) project() {
@@ -477,17 +598,19 @@ func (l *Log) applyRetrying(batch []Entry) bool {
 			if l.failed.Swap(nil) != nil {
 				l.log.Info("projection resumed", "seq", keep[len(keep)-1].Seq)
 			}
-			l.applied.Store(keep[len(keep)-1].Seq)
-			l.deliver(outs, feed)
+			l.deliver(keep[len(keep)-1].Seq, outs, feed)
 			return true
 		}
 		f := &Failure{Reason: ReasonProjection, Err: err}
 		if l.failed.Swap(f) == nil {
 			l.log.Error("projection stopped; retrying", "seq", keep[0].Seq, "err", err)
 		}
+		// Changes already in the stream will be applied once the projector
+		// recovers: their writers learn that, not "try again" (a retry
+		// would record them twice).
 		l.mu.Lock()
 		for id, w := range l.waiters {
-			w <- l.writeErr()
+			w <- &wh.Error{Code: wh.EUnavailable, Reason: ReasonProjection, Message: "the change was recorded, but this hub cannot apply changes right now (its database refused a write; it retries on its own): it appears once the hub recovers, so do not send it again", Err: err}
 			delete(l.waiters, id)
 		}
 		l.mu.Unlock()
@@ -500,7 +623,21 @@ func (l *Log) applyRetrying(batch []Entry) bool {
 	}
 }
 
-func (l *Log) deliver(outs []Outcome, feed []chat.FeedItem) {
+// deliver hands the batch's feed to the subscribers (the node's caches and
+// live clients) first, and only then counts the batch applied and answers
+// the writers waiting for it: a writer that learns its change was applied
+// finds this node's caches current (a logout that returned is a session
+// this node no longer accepts).
+func (l *Log) deliver(seq uint64, outs []Outcome, feed []chat.FeedItem) {
+	l.mu.Lock()
+	subs := l.onFeed
+	l.mu.Unlock()
+	if len(feed) > 0 {
+		for _, f := range subs {
+			f(feed)
+		}
+	}
+	l.applied.Store(seq)
 	l.mu.Lock()
 	for _, o := range outs {
 		if w, ok := l.waiters[o.ID]; ok {
@@ -508,13 +645,7 @@ func (l *Log) deliver(outs []Outcome, feed []chat.FeedItem) {
 			delete(l.waiters, o.ID)
 		}
 	}
-	subs := l.onFeed
 	close(l.notify)
 	l.notify = make(chan struct{})
 	l.mu.Unlock()
-	if len(feed) > 0 {
-		for _, f := range subs {
-			f(feed)
-		}
-	}
 }

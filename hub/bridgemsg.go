@@ -16,13 +16,44 @@ import (
 // ownSteer checks that a receipt is for a steer sent to this bridge.
 func (l *Link) ownSteer(ctx context.Context, b *chat.Bridge, steerID string) error {
 	r, err := l.rooms.Receipt(ctx, steerID)
+	if wh.ErrorCode(err) == wh.ENotFound && l.caughtUp(ctx) {
+		r, err = l.rooms.Receipt(ctx, steerID)
+	}
+	if wh.ErrorCode(err) == wh.ENotFound {
+		return wh.Errorf(wh.ENotFound, "the hub never sent steer %s", steerID)
+	}
 	if err != nil {
 		return err
 	}
 	a, err := l.rooms.AgentByHandle(ctx, r.Agent)
 	if err != nil || a.Bridge != b.ID {
-		l.log.Warn("a bridge reported a receipt for another bridge's steer", "bridge", b.ID, "steer", steerID)
-		return wh.Errorf(wh.EForbidden, "not this bridge's steer")
+		return wh.Errorf(wh.EForbidden, "steer %s is not this bridge's", steerID)
+	}
+	return nil
+}
+
+// caughtUp waits briefly until this node has applied all the stream holds
+// now, and reports whether it has: a bridge's messages may be handled by
+// another hub node than the one that recorded what they refer to, so "the
+// hub never heard of it" is judged only on a current projection.
+func (l *Link) caughtUp(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	info, err := l.rooms.Log.Stream().Info(ctx)
+	if err != nil {
+		return false
+	}
+	if l.rooms.Log.Applied() >= info.State.LastSeq {
+		return false // nothing new to read
+	}
+	return l.rooms.Log.WaitApplied(ctx, info.State.LastSeq) == nil
+}
+
+// ownAgent checks that this bridge runs the agent a message is about.
+func (l *Link) ownAgent(ctx context.Context, b *chat.Bridge, name string) error {
+	a, err := l.rooms.AgentByHandle(ctx, b.Owner+"/"+name)
+	if err != nil || a.Bridge != b.ID {
+		return wh.Errorf(wh.EForbidden, "this bridge does not run @%s/%s", b.Owner, name)
 	}
 	return nil
 }
@@ -32,9 +63,6 @@ func (l *Link) ownSteer(ctx context.Context, b *chat.Bridge, steerID string) err
 // are told), and the agent stays with its bridge. Agents a bridge no longer
 // announces are released, so another of the owner's bridges may take them.
 func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wire.AnnounceAck {
-	if a.Version != wire.Version {
-		return wire.AnnounceAck{Ack: wire.Ack{Code: wh.EInvalid, Message: fmt.Sprintf("this hub speaks protocol %d, the bridge %d: upgrade the older one", wire.Version, a.Version)}}
-	}
 	// The bridge holds its agents' policies (the owner's signed decisions
 	// widen them, nothing else does): the ack names none.
 	ack := wire.AnnounceAck{Ack: wire.Ack{OK: true}, Owner: b.Owner}
@@ -120,15 +148,29 @@ func (l *Link) endLostTurn(ctx context.Context, a *chat.Agent, why string) {
 	}
 }
 
-func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) {
-	if te.Partial {
-		return // a streamed message is posted when it is final (no in-place edits yet)
-	}
+// turn records a turn's start or end, or posts its output; it refuses
+// events about an agent this bridge does not run.
+func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) error {
 	handle := b.Owner + "/" + te.Agent
 	a, err := l.rooms.AgentByHandle(ctx, handle)
 	if err != nil || a.Bridge != b.ID {
-		return
+		return wh.Errorf(wh.EForbidden, "this bridge does not run @%s", handle)
 	}
+	if te.Kind == wire.TurnEnded && a.TurnID != te.TurnID && !l.sawTurn(b.ID, te.Agent, te.TurnID) {
+		known, err := l.rooms.TurnKnown(ctx, a.ID, te.TurnID)
+		if err == nil && !known && l.caughtUp(ctx) {
+			known, err = l.rooms.TurnKnown(ctx, a.ID, te.TurnID)
+		}
+		if err != nil {
+			return nil // not a refusal: the read failed (logged by the caller's next write)
+		}
+		if !known {
+			return wh.Errorf(wh.EConflict, "turn %s of @%s never started", te.TurnID, handle)
+		}
+	}
+	// The turn lives in the thread under the message that started it: its
+	// replies, tool activity and approval cards go there.
+	te.Thread = l.turnThread(ctx, a, te.Room, te.Thread, te.TurnID)
 	if te.Kind == wire.TurnTool { // into the audited timeline too: what ran, and what was refused
 		if err := l.rooms.RecordTurn(ctx, handle, te, "", ""); err != nil {
 			l.log.Warn("recording a tool event failed", "agent", handle, "err", err)
@@ -149,28 +191,50 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) {
 	case wire.TurnMessage, wire.TurnTool, wire.TurnProgress:
 		roomName := te.Room
 		if roomName == "" {
-			return
+			return nil
 		}
 		if in, _ := l.rooms.AgentInRoom(ctx, a.ID, roomName); !in {
-			return // removed from the room meanwhile: say nothing there
+			return nil // removed from the room meanwhile: say nothing there
 		}
-		kind := ""
-		if te.Kind != wire.TurnMessage {
-			kind = te.Kind
+		out := room.AgentOutput{AuthorKind: chat.AuthorAgent, Author: handle, Room: roomName, Text: te.Text, TurnID: te.TurnID, Thread: te.Thread}
+		if te.Kind == wire.TurnMessage {
+			// A streamed message (the same item, partial until its last
+			// version) is one message whose text is updated in place.
+			out.Item, out.Partial = te.ItemID, te.Partial
+		} else {
+			out.Kind = te.Kind
 		}
-		if _, err := l.rooms.PostAs(ctx, chat.AuthorAgent, handle, roomName, te.Text, te.TurnID, kind); err != nil {
+		if _, err := l.rooms.PostAgentOutput(ctx, out); err != nil {
 			l.log.Warn("posting agent output failed", "agent", handle, "err", err)
 		}
 	}
+	return nil
+}
+
+// turnThread is the thread a turn's output goes to: the one the bridge
+// names when it is a thread of the room holding a mention of this agent,
+// else the one the hub recorded for the turn, else none (the channel). In
+// a person's DM with the agent there are no threads: it is one conversation.
+func (l *Link) turnThread(ctx context.Context, a *chat.Agent, roomName string, claimed int64, turn string) int64 {
+	if _, _, _, dm := chat.AgentDMParts(roomName); dm || roomName == "" {
+		return 0
+	}
+	if claimed > 0 {
+		if t, err := l.rooms.ThreadOfAgent(ctx, a.ID, roomName, claimed); err == nil && t > 0 {
+			return t
+		}
+		l.log.Warn("a bridge named a thread its agent was not mentioned in", "agent", a.Handle, "thread", claimed)
+	}
+	t, _ := l.rooms.TurnThread(ctx, a.ID, turn)
+	return t
 }
 
 // approval records a bridge's approval request (already checked at the
 // boundary, its hash recomputed from its payload).
 func (l *Link) approval(ctx context.Context, b *chat.Bridge, req wire.ApprovalRequest) wire.Ack {
 	a, err := l.rooms.AgentByHandle(ctx, b.Owner+"/"+req.Agent)
-	if err != nil || a.Bridge != b.ID {
-		l.log.Warn("an approval request for an agent this bridge does not run", "bridge", b.ID, "agent", req.Agent)
-		return wire.Ack{Code: wh.EForbidden, Message: "this bridge does not run @" + b.Owner + "/" + req.Agent}
+	if err != nil {
+		return ackErr(err)
 	}
 	if req.Room != "" {
 		// The card goes to the room's members: only a room the agent is in.
@@ -178,6 +242,7 @@ func (l *Link) approval(ctx context.Context, b *chat.Bridge, req wire.ApprovalRe
 			req.Room = ""
 		}
 	}
+	req.Thread = l.turnThread(ctx, a, req.Room, req.Thread, req.TurnID)
 	if err := l.rooms.RecordApproval(ctx, b.Owner+"/"+req.Agent, req); err != nil {
 		return ackErr(err)
 	}
@@ -185,23 +250,32 @@ func (l *Link) approval(ctx context.Context, b *chat.Bridge, req wire.ApprovalRe
 	return wire.Ack{OK: true}
 }
 
-func (l *Link) approvalUpdate(ctx context.Context, b *chat.Bridge, up wire.ApprovalUpdate) {
+// approvalUpdate records an approval decided or ended on the bridge; it
+// refuses an update about an approval that is not this bridge's, or a
+// decision by anyone but the owner.
+func (l *Link) approvalUpdate(ctx context.Context, b *chat.Bridge, up wire.ApprovalUpdate) error {
 	p, err := l.rooms.ApprovalByID(ctx, up.ApprovalID)
+	if wh.ErrorCode(err) == wh.ENotFound && l.caughtUp(ctx) {
+		p, err = l.rooms.ApprovalByID(ctx, up.ApprovalID)
+	}
+	if wh.ErrorCode(err) == wh.ENotFound {
+		return wh.Errorf(wh.ENotFound, "the hub has no approval %s", up.ApprovalID)
+	}
 	if err != nil {
-		return
+		l.log.Warn("reading an approval failed", "approval", up.ApprovalID, "err", err)
+		return nil
 	}
 	a, err := l.rooms.AgentByHandle(ctx, p.Agent)
 	if err != nil || a.Bridge != b.ID {
-		l.log.Warn("a bridge reported on another bridge's approval", "bridge", b.ID, "approval", up.ApprovalID)
-		return
+		return wh.Errorf(wh.EForbidden, "approval %s is not this bridge's", up.ApprovalID)
 	}
 	if up.By != "" && up.By != a.Owner && (up.Status == wire.ApprovalApproved || up.Status == wire.ApprovalDenied) {
-		l.log.Warn("a bridge reported a decision by someone other than the owner", "approval", up.ApprovalID, "by", up.By)
-		return
+		return wh.Errorf(wh.EForbidden, "only @%s decides approval %s, not @%s", a.Owner, up.ApprovalID, up.By)
 	}
 	if err := l.rooms.RecordDecision(ctx, up.ApprovalID, up.Status, up.By, up.PayloadHash, up.Reason); err != nil && wh.ErrorCode(err) != wh.EConflict {
 		l.log.Warn("recording an approval update failed", "approval", up.ApprovalID, "err", err)
 	}
+	return nil
 }
 
 // invitations lets the owner answer invitations from the bridge machine:

@@ -57,6 +57,12 @@ type Config struct {
 	NATSWebsocket []string
 	// Replicas for the event stream (3 in a cluster).
 	Replicas int
+	// NATSMaxStore caps the embedded JetStream file store, in bytes (0:
+	// nats-server's default, 75% of the disk space free at start). When
+	// the event log reaches it, or its disk is nearly full, writes are
+	// refused with 507 storage_full and /readyz says event-log-full.
+	// Ignored with NATSURL.
+	NATSMaxStore int64
 	// PublicURL is how people and bridges reach this hub
 	// (https://chat.example.com): every URL the hub prints and the pairing
 	// command use it. Default: the listen address (this machine's name for
@@ -64,6 +70,12 @@ type Config struct {
 	PublicURL string
 	// OriginPatterns are extra allowed WebSocket origins.
 	OriginPatterns []string
+	// TrustedProxies are the reverse proxies (addresses or CIDR prefixes)
+	// whose X-Forwarded-For and X-Forwarded-Proto the hub believes.
+	TrustedProxies []string
+	// MetricsAddr serves /metrics on its own listener (host:port); "" is
+	// off. The public listener never serves metrics.
+	MetricsAddr string
 	// WSQueue bounds each WebSocket client's outgoing queue (default 512).
 	WSQueue int
 	// SteerBurst and SteerRefill rate-limit mentions per sender and agent
@@ -77,8 +89,11 @@ type Config struct {
 	// bridges that were missed and closes them (default
 	// DefaultBridgeSweep).
 	BridgeSweep time.Duration
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// FileMaxBytes and FileQuota bound one uploaded file and all of one
+	// user's files (defaults room.DefaultFileMaxBytes, room.DefaultFileQuota).
+	FileMaxBytes, FileQuota int64
+	Logger                  *slog.Logger
+	Now                     func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -98,6 +113,9 @@ func (c *Config) Validate() error {
 	if err := checkPublicURL(c.PublicURL); err != nil {
 		return wh.Errorf(wh.EInvalid, "%v", err)
 	}
+	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return err
+	}
 	if c.NATSAddr == "" {
 		c.NATSAddr = DefaultNATSAddr
 	}
@@ -111,6 +129,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
+	}
+	if c.NATSMaxStore < 0 {
+		return wh.Errorf(wh.EInvalid, "--nats-max-store must not be negative")
 	}
 	if c.SteerBurst <= 0 {
 		c.SteerBurst = DefaultSteerBurst
@@ -157,6 +178,9 @@ type Hub struct {
 	tls           *tls.Config
 	reg           *prometheus.Registry
 
+	metricsLn  net.Listener
+	metricsSrv *http.Server
+
 	mu         sync.Mutex
 	setupToken string
 }
@@ -195,13 +219,15 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log})
+	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
+		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity})
 	if err != nil {
 		return err
 	}
 	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_projection_applied_seq", Help: "Last event applied to this node's read model."},
 		func() float64 { return float64(h.rooms.Log.Applied()) }))
 
+	proxies, _ := ParseTrustedProxies(h.cfg.TrustedProxies)
 	h.web = web.New(web.Config{
 		Rooms:          h.rooms,
 		Agents:         h.link.api(),
@@ -212,6 +238,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		OriginPatterns: h.cfg.OriginPatterns,
 		QueueSize:      h.cfg.WSQueue,
 		Registry:       h.reg,
+		SecureCookies:  httpsPublicURL(h.cfg.PublicURL),
+		TrustedProxies: proxies,
 	})
 	h.rooms.Log.OnFeed(h.web.Publish)
 	if err := h.link.start(ctx, h); err != nil {
@@ -286,6 +314,9 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			h.log.Error("http server stopped", "err", err)
 		}
 	}()
+	if err := h.startOps(); err != nil {
+		return err
+	}
 	h.log.Info("hub ready", "url", h.URL(), "bridges", h.NATSURL(), "data", h.cfg.DataDir)
 	return nil
 }
@@ -299,9 +330,38 @@ func (h *Hub) ready() error {
 	return h.rooms.Log.Ready()
 }
 
+// diskReserve is the space the embedded store leaves free on its disk:
+// more than the largest message and the store's own bookkeeping.
+const diskReserve = 16 << 20
+
+// storeCapacity is the embedded JetStream store's use and limit: its
+// configured limit, or less when its disk fills first (other files, the
+// SQLite projection). nats-server stops storing into a stream whose write
+// failed for want of space until it restarts, so the hub refuses writes
+// before the disk is full.
+func (h *Hub) storeCapacity() (used, limit uint64, ok bool) {
+	if h.ns == nil {
+		return 0, 0, false
+	}
+	info, err := h.ns.ns.Jsz(nil)
+	if err != nil || info.Config.MaxStore <= 0 {
+		return 0, 0, false
+	}
+	used, limit = info.Store, uint64(info.Config.MaxStore)
+	if free, ok := diskFree(h.ns.ns.StoreDir()); ok {
+		room := uint64(0)
+		if free > diskReserve {
+			room = free - diskReserve
+		}
+		limit = min(limit, used+room)
+	}
+	return used, limit, true
+}
+
 // Close shuts down in order: HTTP, WebSockets (1001), NATS drain, NATS
 // server, database — under ctx's deadline.
 func (h *Hub) Close(ctx context.Context) error {
+	h.stopOps(ctx)
 	if h.http != nil {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		h.http.Shutdown(sctx)

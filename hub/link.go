@@ -1,15 +1,18 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -107,6 +110,9 @@ type presence struct {
 	hbAt        time.Time // the bridge's own heartbeat time (dedupe key)
 	agents      map[string]wire.AgentInfo
 	callTimeout time.Duration // the bridge's bound on a harness call
+	// turns the bridge's heartbeats named lately (agent + turn id), so a
+	// turn the harness started by itself may end.
+	turns map[string]time.Time
 }
 
 // callTimeout is how long past a steer's deadline the hub waits for a
@@ -287,22 +293,46 @@ func (l *Link) work(id string, w *bridgeWorker) {
 	}
 }
 
-// refuse answers (and counts) a message that failed the boundary checks.
+// refuse answers (and counts) a message that failed the boundary checks:
+// malformed, out of bounds, or about something that is not this bridge's.
 func (l *Link) refuse(m *nats.Msg, bridgeID, kind string, err error) {
-	l.m.invalid.WithLabelValues(kind).Inc()
-	l.log.Warn("refused a bridge message", "bridge", bridgeID, "kind", kind, "err", err)
-	l.reply(m, wire.Ack{Code: wh.EInvalid, Message: "the hub refused this " + kind + ": " + wh.ErrorMessage(err)})
+	l.refused(bridgeID, kind, err)
+	code := wh.ErrorCode(err)
+	if code == wh.EInternal {
+		code = wh.EInvalid
+	}
+	l.reply(m, wire.Ack{Code: code, Message: "the hub refused this " + kindLabel(kind) + " message: " + wh.ErrorMessage(err)})
 }
 
-// decode reads a bridge message strictly: one JSON object, no unknown
-// fields.
+// refused counts and logs a refused bridge message.
+func (l *Link) refused(bridgeID, kind string, err error) {
+	l.m.invalid.WithLabelValues(kindLabel(kind)).Inc()
+	l.log.Warn("refused a bridge message", "bridge", bridgeID, "kind", kindLabel(kind), "err", err)
+}
+
+// kindLabel is a message kind as the metrics and logs name it: a bridge
+// chooses the last token of its subjects, so kinds the hub does not know
+// are all "unknown" (one time series, however many a bridge invents).
+func kindLabel(kind string) string {
+	switch kind {
+	case wire.KindAnnounce, wire.KindHeartbeat, wire.KindReceipt, wire.KindTurn, wire.KindApproval, wire.KindApprovalUpdate, wire.KindInvitations:
+		return kind
+	}
+	return "unknown"
+}
+
+// decodeMsg reads a bridge message strictly: valid UTF-8, one JSON
+// object, no unknown fields, nothing after it.
 func decodeMsg(data []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	if !utf8.Valid(data) {
+		return wh.Errorf(wh.EInvalid, "the message is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return wh.Errorf(wh.EInvalid, "undecodable: %v", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return wh.Errorf(wh.EInvalid, "trailing data after the message")
 	}
 	return nil
@@ -331,6 +361,10 @@ func (l *Link) process(id string, m *nats.Msg) {
 			l.refuse(m, id, kind, err)
 			return
 		}
+		if a.Version != wire.Version {
+			l.refuse(m, id, kind, wh.Errorf(wh.EInvalid, "this hub speaks protocol %d, the bridge %d: upgrade the older one", wire.Version, a.Version))
+			return
+		}
 		l.reply(m, l.announce(ctx, b, a))
 	case wire.KindReceipt:
 		var rc wire.Receipt
@@ -342,10 +376,12 @@ func (l *Link) process(id string, m *nats.Msg) {
 			l.refuse(m, id, kind, err)
 			return
 		}
-		if err := l.ownSteer(ctx, b, rc.SteerID); err == nil {
-			if err := l.rooms.UpdateSteer(ctx, rc); err != nil && wh.ErrorCode(err) != wh.EConflict {
-				l.log.Warn("recording a receipt failed", "steer", rc.SteerID, "err", err)
-			}
+		if err := l.ownSteer(ctx, b, rc.SteerID); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
+		if err := l.rooms.UpdateSteer(ctx, rc); err != nil && wh.ErrorCode(err) != wh.EConflict {
+			l.log.Warn("recording a receipt failed", "steer", rc.SteerID, "err", err)
 		}
 	case wire.KindTurn:
 		var te wire.TurnEvent
@@ -357,7 +393,9 @@ func (l *Link) process(id string, m *nats.Msg) {
 			l.refuse(m, id, kind, err)
 			return
 		}
-		l.turn(ctx, b, te)
+		if err := l.turn(ctx, b, te); err != nil {
+			l.refuse(m, id, kind, err)
+		}
 	case wire.KindApproval:
 		var req wire.ApprovalRequest
 		if err := decodeMsg(m.Data, &req); err != nil {
@@ -365,6 +403,10 @@ func (l *Link) process(id string, m *nats.Msg) {
 			return
 		}
 		if err := req.Validate(now); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
+		if err := l.ownAgent(ctx, b, req.Agent); err != nil {
 			l.refuse(m, id, kind, err)
 			return
 		}
@@ -404,6 +446,26 @@ func (l *Link) process(id string, m *nats.Msg) {
 			return
 		}
 		l.forgery(ctx, b, f)
+	case wire.KindFile:
+		var req wire.FileRequest
+		err := decodeMsg(m.Data, &req)
+		if err == nil {
+			err = req.Validate()
+		}
+		if err != nil {
+			l.m.invalid.WithLabelValues(kind).Inc()
+			l.log.Warn("refused a bridge message", "bridge", id, "kind", kind, "err", err)
+			l.fileError(m, err)
+			return
+		}
+		// Streamed off the bridge's worker: a big file never holds up its
+		// receipts and turn events.
+		if l.enter() {
+			go func() {
+				defer l.wg.Done()
+				l.safely("file", func() { l.serveFile(b, m, req) })
+			}()
+		}
 	case wire.KindApprovalUpdate:
 		var up wire.ApprovalUpdate
 		if err := decodeMsg(m.Data, &up); err != nil {
@@ -414,7 +476,9 @@ func (l *Link) process(id string, m *nats.Msg) {
 			l.refuse(m, id, kind, err)
 			return
 		}
-		l.approvalUpdate(ctx, b, up)
+		if err := l.approvalUpdate(ctx, b, up); err != nil {
+			l.refuse(m, id, kind, err)
+		}
 	default:
 		l.refuse(m, id, kind, wh.Errorf(wh.EInvalid, "unknown message kind %q", kind))
 	}

@@ -50,8 +50,9 @@ type embeddedNATS struct {
 // startNATS starts the embedded server: JetStream, the hub as its auth
 // callout (the same mechanism as on a cluster), a plain listener on listen
 // ("" or port 0 picks a free loopback port) and a websocket listener on a
-// free loopback port for the hub's /nats endpoint.
-func startNATS(listen, storeDir string, log *slog.Logger) (*embeddedNATS, error) {
+// free loopback port for the hub's /nats endpoint. maxStore caps the
+// JetStream file store in bytes (0: the server's default).
+func startNATS(listen, storeDir string, maxStore int64, log *slog.Logger) (*embeddedNATS, error) {
 	host, port := "127.0.0.1", -1
 	if listen != "" {
 		h, p, err := net.SplitHostPort(listen)
@@ -99,6 +100,9 @@ func startNATS(listen, storeDir string, log *slog.Logger) (*embeddedNATS, error)
 			AuthUsers: []string{pubKey(k.callout), pubKey(k.hub), pubKey(k.sys)},
 		},
 		Websocket: server.WebsocketOpts{Host: "127.0.0.1", Port: -1, NoTLS: true},
+	}
+	if maxStore > 0 {
+		opts.JetStreamMaxStore = maxStore
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

@@ -41,6 +41,9 @@ func (l *Link) heartbeat(m *nats.Msg) {
 		p.hbAt = hb.At
 		for _, a := range hb.Agents {
 			p.agents[a.Name] = a
+			if a.TurnID != "" {
+				p.sawTurn(a.Name, a.TurnID, p.lastSeen)
+			}
 		}
 		// Status changes and reconciliation go through the log: off this
 		// callback, one at a time per bridge, the newest heartbeat winning.
@@ -200,4 +203,35 @@ func (l *Link) online(bridgeID string) bool {
 	defer l.mu.Unlock()
 	p := l.presence[bridgeID]
 	return p != nil && time.Since(p.lastSeen) <= wire.OfflineAfter
+}
+
+// recentTurns bounds the turns a bridge's presence remembers.
+const recentTurns = 64
+
+// sawTurn remembers that a heartbeat named an agent's turn.
+func (p *presence) sawTurn(agent, turn string, now time.Time) {
+	if p.turns == nil {
+		p.turns = map[string]time.Time{}
+	}
+	if len(p.turns) >= recentTurns {
+		for k, at := range p.turns {
+			if now.Sub(at) > time.Minute || len(p.turns) >= recentTurns {
+				delete(p.turns, k)
+			}
+		}
+	}
+	p.turns[agent+"\x00"+turn] = now
+}
+
+// sawTurn reports whether a bridge's heartbeats named an agent's turn in
+// the last minute.
+func (l *Link) sawTurn(bridgeID, agent, turn string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.presence[bridgeID]
+	if p == nil {
+		return false
+	}
+	at, ok := p.turns[agent+"\x00"+turn]
+	return ok && time.Since(at) <= time.Minute
 }

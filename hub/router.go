@@ -135,6 +135,13 @@ func (l *Link) route(m jetstream.Msg) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	go func() { // a hub shutting down does not wait for a stopped projection
+		select {
+		case <-l.stopCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	// The projection decided who may be reached; wait for this node's.
 	if err := l.rooms.Log.WaitApplied(ctx, seq); err != nil {
 		m.NakWithDelay(time.Second)
@@ -295,7 +302,8 @@ func (l *Link) deliverSteer(o store.Outbound) {
 	now := l.rooms.Now()
 	st := wire.Steer{ID: o.SteerID, Agent: a.Name, Owner: a.Owner, Room: o.Room, RoomKind: roomKind(o.Room), MessageID: o.MessageID,
 		Sender: o.Sender, SenderIsOwner: o.Sender == a.Owner, SentAt: o.SentAt, Text: o.Text, Stop: o.Stop, ExpectedTurn: o.ExpectedTurn,
-		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: l.timelineHead(ctx, a.ID), ForwardedBy: o.ForwardedBy, Forward: o.Forward}
+		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: l.timelineHead(ctx, a.ID),
+		Thread: o.Thread, NewTurn: o.NewTurn, Follows: o.Follows, Files: l.steerFiles(ctx, o.Files), ForwardedBy: o.ForwardedBy, Forward: o.Forward}
 	for _, p := range o.Parts {
 		st.Parts = append(st.Parts, wire.Part{Kind: p.Kind, Start: p.Start, End: p.End})
 	}

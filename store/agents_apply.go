@@ -119,8 +119,11 @@ func applyAgentRegistered(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.E
 	var owner int64
 	var revoked bool
 	err := tx.QueryRowContext(ctx, `SELECT owner_id, revoked FROM bridges WHERE id = ?`, d.Bridge).Scan(&owner, &revoked)
-	if err != nil || revoked {
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && revoked) {
 		return nil, wh.Errorf(wh.EForbidden, "bridge %s is not paired", d.Bridge)
+	}
+	if err != nil {
+		return nil, err // not a refusal: the projector stops and retries
 	}
 	// An agent name belongs to one bridge of its owner: another bridge may
 	// take it only once the first released it or was revoked.
@@ -216,7 +219,25 @@ func applyAgentStatus(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 		return nil, err
 	}
 	items, err := agentStatusFeedTx(ctx, tx, seq, a.Handle, ev.At)
-	return append(feed, items...), err
+	if err != nil {
+		return nil, err
+	}
+	feed = append(feed, items...)
+	// A turn that starts or stops waiting for an approval shows so in its thread.
+	if d.TurnID != "" && d.TurnID == a.TurnID && (d.Status == wire.AgentNeedsApproval) != (a.Status == wire.AgentNeedsApproval) {
+		thread, err := turnThreadTx(ctx, tx, a.ID, d.TurnID)
+		if err != nil {
+			return nil, err
+		}
+		if thread > 0 {
+			items, err := threadFeedTx(ctx, tx, seq, thread, ev.At)
+			if err != nil {
+				return nil, err
+			}
+			feed = append(feed, items...)
+		}
+	}
+	return feed, nil
 }
 
 // agentStatusFeedTx tells the agent's audience its current state: the

@@ -14,7 +14,7 @@ import (
 )
 
 const approvalCols = `p.id, u.name || '/' || a.name, u.name, p.turn_id, p.room, p.tool, p.summary, p.diff, p.payload, p.payload_hash, p.steered_by,
-	p.tainted, p.status, p.decided_by, p.reason, p.expires_at, p.created_at, p.sandbox, p.data, p.decided_device,
+	p.tainted, p.status, p.decided_by, p.reason, p.expires_at, p.created_at, p.sandbox, p.data, p.thread_id, p.decided_device,
 	COALESCE((SELECT d.name FROM devices d WHERE d.id = p.decided_device AND d.bridge_id = a.bridge_id), ''), p.unverified
 	FROM approvals p JOIN agents a ON a.id = p.agent_id JOIN users u ON u.id = a.owner_id`
 
@@ -22,7 +22,7 @@ func scanApproval(sc scanner) (*chat.Approval, error) {
 	var p chat.Approval
 	var steered, exp, at, data string
 	if err := sc.Scan(&p.ID, &p.Agent, &p.Owner, &p.TurnID, &p.Room, &p.Tool, &p.Summary, &p.Diff, &p.Payload, &p.PayloadHash, &steered,
-		&p.Tainted, &p.Status, &p.DecidedBy, &p.Reason, &exp, &at, &p.Sandbox, &data, &p.DecidedDevice, &p.DeviceName, &p.Unverified); err != nil {
+		&p.Tainted, &p.Status, &p.DecidedBy, &p.Reason, &exp, &at, &p.Sandbox, &data, &p.Thread, &p.DecidedDevice, &p.DeviceName, &p.Unverified); err != nil {
 		return nil, err
 	}
 	json.Unmarshal([]byte(steered), &p.SteeredBy)
@@ -105,9 +105,16 @@ func applyApprovalRequested(ctx context.Context, tx *sql.Tx, seq uint64, ev chat
 	}
 	steered, _ := json.Marshal(chat.NonNilStrings(d.SteeredBy))
 	data, _ := json.Marshal(chat.NonNilStrings(d.Data))
-	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, agent_id, turn_id, room, tool, summary, diff, payload, payload_hash, steered_by, tainted, status, expires_at, created_at, sandbox, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`, d.ID, a.ID, d.TurnID, d.Room, d.Tool, d.Summary, d.Diff, d.Payload, d.PayloadHash,
-		string(steered), d.Tainted, ts(d.Expires), ts(ev.At), d.Sandbox, string(data)); err != nil {
+	// The card shows in the thread of its turn.
+	thread := d.Thread
+	if thread == 0 {
+		if thread, err = turnThreadTx(ctx, tx, a.ID, d.TurnID); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, agent_id, turn_id, room, tool, summary, diff, payload, payload_hash, steered_by, tainted, status, expires_at, created_at, sandbox, data, thread_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`, d.ID, a.ID, d.TurnID, d.Room, d.Tool, d.Summary, d.Diff, d.Payload, d.PayloadHash,
+		string(steered), d.Tainted, ts(d.Expires), ts(ev.At), d.Sandbox, string(data), thread); err != nil {
 		if IsConstraint(err) {
 			return nil, wh.Errorf(wh.EConflict, "approval %s already recorded", d.ID)
 		}

@@ -182,7 +182,7 @@ func heldFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, steerID string, at 
 	return feedTx(ctx, tx, seq, 0, ownerID, []int64{ownerID}, map[string]any{"id": seq, "type": "request", "at": at, "data": r})
 }
 
-const requestCols = `s.id, s.message_id, r.name, u.name || '/' || a.name, u.name, s.sender, m.text, s.status, s.forwarded_by, COALESCE(s.expires_at, ''), m.created_at, a.owner_id
+const requestCols = `s.id, s.message_id, r.name, u.name || '/' || a.name, u.name, s.sender, ` + postedText + `, s.status, s.forwarded_by, COALESCE(s.expires_at, ''), m.created_at, a.owner_id
 	FROM steers s JOIN rooms r ON r.id = s.room_id JOIN messages m ON m.id = s.message_id JOIN agents a ON a.id = s.agent_id JOIN users u ON u.id = a.owner_id`
 
 func scanRequest(sc scanner) (chat.Request, int64, error) {

@@ -42,6 +42,8 @@ func Open(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, err
 	s := &Store{db: db, logger: logger, appliers: map[string]applier{}}
 	s.registerCoreAppliers()
 	s.registerAgentAppliers()
+	s.registerChatAppliers()
+	s.registerPeopleAppliers()
 	s.registerOwnerAppliers()
 	return s, nil
 }

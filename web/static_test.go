@@ -1,6 +1,9 @@
 package web
 
 import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"io/fs"
 	"net/http/httptest"
@@ -33,6 +36,9 @@ func TestStaticAssets(t *testing.T) {
 			return nil
 		}
 		b, _ := fs.ReadFile(sub, p)
+		if strings.HasPrefix(p, "vendor/") {
+			return nil // comments name their projects; TestVendoredFiles pins the bytes
+		}
 		for _, ext := range []string{"http://", "https://"} {
 			for _, m := range regexp.MustCompile(regexp.QuoteMeta(ext)+`[^\s"'`+"`"+`)]+`).FindAllString(string(b), -1) {
 				if !strings.Contains(m, "www.w3.org") { // SVG namespaces are identifiers, not fetches
@@ -56,5 +62,43 @@ func TestStaticAssets(t *testing.T) {
 	}
 	if code, _, body := get("/rooms/general"); code != 200 || body != index {
 		t.Errorf("client routes should get the app shell: %d", code)
+	}
+}
+
+// The vendored libraries are the npm packages' files, unchanged: each
+// matches its line in vendor/SHA256SUMS, and nothing else is there but
+// licences and the README.
+func TestVendoredFiles(t *testing.T) {
+	sub, _ := fs.Sub(staticFS, "static/vendor")
+	sums, err := fs.ReadFile(sub, "SHA256SUMS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(string(sums)))
+	for sc.Scan() {
+		want, name, ok := strings.Cut(sc.Text(), "  ")
+		if !ok {
+			t.Fatalf("SHA256SUMS: bad line %q", sc.Text())
+		}
+		b, err := fs.ReadFile(sub, name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := sha256.Sum256(b)
+		if hex.EncodeToString(got[:]) != want {
+			t.Errorf("vendor/%s changed: its SHA-256 is not the one in SHA256SUMS (see vendor/README.md)", name)
+		}
+		pinned[name] = true
+	}
+	fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
+		if d.IsDir() || pinned[p] || p == "SHA256SUMS" || p == "README.md" || strings.Contains(p, "LICENSE") {
+			return nil
+		}
+		t.Errorf("vendor/%s is neither pinned in SHA256SUMS nor a licence", p)
+		return nil
+	})
+	if len(pinned) == 0 {
+		t.Fatal("SHA256SUMS pins nothing")
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +18,9 @@ import (
 type hubFlags struct {
 	data, http, tlsCert, tlsKey, publicURL, origins, logLevel string
 	nats, natsURL, natsSecrets, natsWebsocket                 string
+	metrics, trustedProxies                                   string
 	replicas                                                  int
+	natsMaxStore                                              byteSize
 	logJSON                                                   bool
 	steerTimeout                                              time.Duration
 }
@@ -32,10 +36,13 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.StringVar(&f.natsSecrets, "nats-secrets", "", "with --nats-url: the hub-auth.json `file` written by wheelhouse nats-secrets")
 	fs.StringVar(&f.natsWebsocket, "nats-websocket", "", "with --nats-url: the NATS servers' websocket listeners that /nats forwards bridges to (ws://host:port `URLs`, comma-separated)")
 	fs.IntVar(&f.replicas, "replicas", 1, "event stream replicas (3 on a NATS cluster)")
+	fs.Var(&f.natsMaxStore, "nats-max-store", "cap on the embedded JetStream store, a `size` such as 20GB or 512MiB (default: nats-server's, 75% of the disk space free at start)")
 	fs.StringVar(&f.origins, "origins", "", "extra allowed WebSocket origins, comma-separated host `patterns`")
 	fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 	enumVar(fs, &f.logLevel, "log-level", "info", logLevels, "log `level`")
 	fs.DurationVar(&f.steerTimeout, "steer-timeout", hub.DefaultSteerTimeout, "how long a bridge has to begin acting on a message (its deadline)")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this separate listen `address` host:port (default: off)")
+	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "reverse proxies whose X-Forwarded-For/-Proto count, comma-separated `addresses or CIDRs`")
 }
 
 func splitList(s string) []string {
@@ -52,7 +59,8 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 	return hub.Config{
 		DataDir: f.data, HTTPAddr: f.http, TLSCert: f.tlsCert, TLSKey: f.tlsKey, PublicURL: f.publicURL,
 		NATSAddr: f.nats, NATSURL: f.natsURL, NATSSecrets: f.natsSecrets, NATSWebsocket: splitList(f.natsWebsocket),
-		Replicas: f.replicas, OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
+		Replicas: f.replicas, NATSMaxStore: int64(f.natsMaxStore), OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
+		MetricsAddr: f.metrics, TrustedProxies: splitList(f.trustedProxies),
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
 }
@@ -127,4 +135,35 @@ func defaultDataDir() string {
 		return "wheelhouse-data"
 	}
 	return filepath.Join(home, ".local", "share", "wheelhouse")
+}
+
+// byteSize is a flag holding a number of bytes, written as 1048576, 512MB,
+// 512MiB, 20GB or 1TB (decimal units, and binary with "i").
+type byteSize int64
+
+func (b *byteSize) String() string {
+	if *b == 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(*b), 10)
+}
+
+func (b *byteSize) Set(s string) error {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return fmt.Errorf("%q is not a size: write it as bytes or with a unit, for example 20GB or 512MiB", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
 }

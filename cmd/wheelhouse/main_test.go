@@ -112,6 +112,21 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+func TestByteSizeFlag(t *testing.T) {
+	for in, want := range map[string]int64{"1048576": 1 << 20, "512MiB": 512 << 20, "20GB": 20e9, "64k": 64e3, "1 TB": 1e12} {
+		var b byteSize
+		if err := b.Set(in); err != nil || int64(b) != want {
+			t.Errorf("%q: %d %v, want %d", in, b, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "-1", "12PB", "99999999999TB"} {
+		var b byteSize
+		if err := b.Set(in); err == nil {
+			t.Errorf("%q accepted as %d", in, b)
+		}
+	}
+}
+
 func TestHubFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("WHEELHOUSE_HTTP", "127.0.0.1:9999")
 	fs := newFlags("hub", "hub", io.Discard)

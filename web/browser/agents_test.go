@@ -43,6 +43,36 @@ func (p *page) waitIdle(t testing.TB) {
 	p.visible(t, fmt.Sprintf(`#agent-panel .agent-row[data-handle=%q][data-status="idle"] .agent-mode[data-mode="start"]`, demo))
 }
 
+// threadMessageJS is messageJS inside the open thread panel.
+func threadMessageJS(author, text string) string {
+	sel := fmt.Sprintf(`#thread-messages .message[data-id][data-author=%q]`, author)
+	return fmt.Sprintf(`([...document.querySelectorAll(%s)].find((m) => (m.querySelector('.message-body')?.textContent || '').includes(%s)) || null)`, js(sel), js(text))
+}
+
+// threadLineJS is the status of agent's turn on the thread line under msg.
+func threadLineJS(msg, agent string) string {
+	return fmt.Sprintf(`(((m) => m && m.querySelector(%s)?.dataset.status) (%s) || '')`,
+		js(fmt.Sprintf(`.thread-line .thread-turn[data-agent=%q]`, agent)), msg)
+}
+
+// openThreadOf opens the thread under the channel message msg.
+func (p *page) openThreadOf(t testing.TB, msg string) {
+	t.Helper()
+	p.waitJS(t, "the thread line", msg+`?.querySelector('.thread-line') != null`)
+	eval[bool](t, p, msg+`.querySelector('.thread-line').click() || true`)
+	p.visible(t, "#thread-panel #thread-messages")
+	p.waitJS(t, "the thread's root", fmt.Sprintf(`document.querySelector('#thread-messages .thread-root')?.dataset.id === String(%s.dataset.id)`, msg))
+}
+
+func (p *page) closeThread(t testing.TB) {
+	t.Helper()
+	p.click(t, "#thread-close")
+	p.gone(t, "#thread-panel")
+}
+
+// mentionReceipt: a mention starts a turn, and the turn is a thread: the
+// channel shows the mention with a live status line; the agent's reply and
+// activity are in the thread, not in the channel.
 func (s *suite) mentionReceipt(t *testing.T) {
 	a, b := s.al, s.bo
 	b.compose(t, "@alice/demo list the files please")
@@ -54,21 +84,39 @@ func (s *suite) mentionReceipt(t *testing.T) {
 	b.waitReceipt(t, msg, demo, "started", "steered")
 	b.visible(t, `#messages .receipt[data-agent="alice/demo"] .receipt-text`)
 	a.waitJS(t, "bob's mention on alice's page", msg)
-
-	reply := messageJS(demo, "list the files please")
 	for _, p := range []*page{a, b} {
-		p.waitJS(t, "the agent's reply", reply)
-		p.visible(t, `#messages .message[data-author="alice/demo"][data-author-kind="agent"] .tag-agent`)
-		p.visible(t, `#messages .activity-group[data-author="alice/demo"]`) // progress folds into Activity
+		p.waitJS(t, "the turn's status line", threadLineJS(msg, demo)+` !== ''`)
 	}
 	b.waitIdle(t)
-	b.waitReceipt(t, msg, demo, "started", "steered")
+	for _, p := range []*page{a, b} {
+		p.waitJS(t, "the status line to say done", threadLineJS(msg, demo)+` === 'completed'`)
+		p.waitJS(t, "the replies counted", msg+`.querySelector('.thread-line').dataset.count !== '0'`)
+		if n := eval[int](t, p, `document.querySelectorAll('#messages .message[data-author="alice/demo"], #messages .activity-group').length`); n != 0 {
+			t.Errorf("%s's channel shows %d of the agent's messages: they belong in the thread", p.name, n)
+		}
+	}
 	// The sender reads the outcome in words, not a turn id.
 	b.waitJS(t, "the receipt to say done", fmt.Sprintf(`(((m) => m && m.querySelector(%s)?.textContent) (%s) || '') === 'done'`,
 		js(`.receipts .receipt[data-agent="alice/demo"] .receipt-text`), msg))
 	b.shot(t, s.shots, "room")
+
+	b.openThreadOf(t, msg)
+	b.waitJS(t, "the agent's reply in the thread", threadMessageJS(demo, "list the files please"))
+	b.visible(t, `#thread-messages .message[data-author="alice/demo"][data-author-kind="agent"] .tag-agent`)
+	b.visible(t, `#thread-messages .activity-group[data-author="alice/demo"]`) // progress folds into Activity
+	b.shot(t, s.shots, "thread")
+	// The reply box completes @mentions too.
+	b.fill(t, "#thread-composer", "@alice/de")
+	b.visible(t, `#thread-mention-list .mention-option[data-value="alice/demo"]`)
+	b.do(t, "press Esc", chromedp.KeyEvent(kb.Escape))
+	b.gone(t, "#thread-mention-list")
+	eval[bool](t, b, `(() => { const e = document.querySelector('#thread-composer'); e.value = ''; return true; })()`)
+	b.closeThread(t)
 }
 
+// approval: the approval card is in the turn's thread (and the room's
+// tray); bob's reply in the thread, addressed to the agent, steers that
+// very turn; only alice decides.
 func (s *suite) approval(t *testing.T) {
 	a, b := s.al, s.bo
 	a.waitIdle(t)
@@ -90,23 +138,36 @@ func (s *suite) approval(t *testing.T) {
 		t.Fatal("bob, who does not own the agent, is offered Approve/Deny")
 	}
 	b.visible(t, `#agent-panel .agent-row[data-handle="alice/demo"][data-status="needs-approval"]`)
+	for _, p := range []*page{a, b} {
+		p.waitJS(t, "the status line: waiting for approval", threadLineJS(msg, demo)+` === 'needs-approval'`)
+	}
 
-	// A mention while the turn waits steers that very turn.
-	b.send(t, "@alice/demo also check notes.txt")
-	steer := messageJS("bob", "also check notes.txt")
+	// In the thread: the card, and bob's reply to the agent steers the turn.
+	b.openThreadOf(t, msg)
+	b.visible(t, `#thread-panel .approval-card[data-agent="alice/demo"][data-status="pending"] .awaiting`)
+	b.visible(t, `#thread-form .thread-address[data-agent="alice/demo"][data-live="true"]`)
+	b.waitJS(t, "addressed to the agent (bob started the turn)", `document.querySelector('#thread-address').checked`)
+	b.fill(t, "#thread-composer", "also check notes.txt")
+	b.do(t, "press Enter", pressEnter())
+	steer := threadMessageJS("bob", "also check notes.txt")
+	b.waitJS(t, "the reply in the thread", steer)
+	b.waitJS(t, "the reply names the agent", steer+`.querySelector('.mention[data-mention="alice/demo"]') != null`)
 	b.waitReceipt(t, steer, demo, "steered", "rejected", "queued")
 	if st := eval[string](t, b, receiptJS(steer, demo)); st != "steered" {
-		t.Fatalf("a mention while the turn waits for approval: receipt %q, want steered", st)
+		t.Fatalf("a reply in the turn's thread: receipt %q, want steered", st)
 	}
+	b.waitJS(t, "the receipt says so", fmt.Sprintf(`(%s).querySelector('.receipt .receipt-text').textContent.includes('steered')`, steer))
+	a.openThreadOf(t, msg)
+	a.visible(t, `#thread-panel .approval-card[data-status="pending"] button.approve`)
 	a.shot(t, s.shots, "approval")
 
-	a.click(t, card+" button.approve")
-	decided := `#approval-tray .approval-card[data-agent="alice/demo"][data-status="approved"]`
+	a.click(t, `#thread-panel .approval-card[data-status="pending"] button.approve`)
 	for _, p := range []*page{a, b} {
-		p.visible(t, decided)
-		p.waitJS(t, "the deletion reported", messageJS(demo, "deleted old.log"))
-		p.waitJS(t, "the steer noted in the reply", messageJS(demo, "Noted from bob"))
+		p.visible(t, `#approval-tray .approval-card[data-agent="alice/demo"][data-status="approved"]`)
+		p.waitJS(t, "the deletion reported in the thread", threadMessageJS(demo, "deleted old.log"))
+		p.waitJS(t, "the steer noted in the reply", threadMessageJS(demo, "Noted from bob"))
 	}
+	decided := `#approval-tray .approval-card[data-agent="alice/demo"][data-status="approved"]`
 	// The card names the device whose signature the bridge verified.
 	a.waitJS(t, "decided by alice's laptop", fmt.Sprintf(`document.querySelector(%s).textContent.includes('Approved by @alice · laptop')`, js(decided)))
 	if !strings.Contains(s.br.Out(), `signed by device "laptop"`) {
@@ -116,6 +177,9 @@ func (s *suite) approval(t *testing.T) {
 		t.Fatalf("the approved call ran %d times", n)
 	}
 	a.waitIdle(t)
+	for _, p := range []*page{a, b} {
+		p.closeThread(t)
+	}
 }
 
 func (s *suite) consent(t *testing.T) {

@@ -178,6 +178,19 @@ func eval[T any](t testing.TB, p *page, expr string) T {
 	return v
 }
 
+// evalAwait is eval for an expression that returns a promise: it waits
+// for the promise and decodes what it resolves to.
+func evalAwait[T any](t testing.TB, p *page, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%s: evaluate %s: %v", p.name, expr, err)
+	}
+	return v
+}
+
 // waitJS polls a JavaScript condition in the page until it is truthy or
 // the deadline passes.
 func (p *page) waitJS(t testing.TB, what, cond string) {
@@ -247,7 +260,19 @@ func (p *page) click(t testing.TB, sel string) {
 		const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
 		return !!hit && (hit === e || e.contains(hit) || hit.contains(e));
 	})()`, js(sel)))
-	p.do(t, "click "+sel, chromedp.Click(css(sel)))
+	// A list re-rendered between finding the node and clicking it (the
+	// room list redraws on every unread change): find it again.
+	for i := 0; ; i++ {
+		ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
+		err := chromedp.Do(ctx, chromedp.Click(css(sel)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if i == 2 || !strings.Contains(err.Error(), "Could not find node") {
+			t.Fatalf("%s: click %s: %v\n%s", p.name, sel, err, p.snapshot())
+		}
+	}
 }
 
 // fill replaces the value of the input sel by typing text.
@@ -257,6 +282,13 @@ func (p *page) fill(t testing.TB, sel, text string) {
 	// Select what is there, so typing replaces it.
 	eval[chromedp.Void](t, p, fmt.Sprintf(`(() => { const e = document.querySelector(%s); e.focus(); e.select(); })()`, js(sel)))
 	p.do(t, "type into "+sel, chromedp.KeyEvent(text))
+}
+
+// typeMore types text at the end of what the message box holds.
+func (p *page) typeMore(t testing.TB, text string) {
+	t.Helper()
+	eval[bool](t, p, `(() => { const e = document.querySelector('#composer'); e.focus(); e.setSelectionRange(e.value.length, e.value.length); return true; })()`)
+	p.do(t, "type into #composer", chromedp.KeyEvent(text))
 }
 
 // compose types text into the message box without sending it.
@@ -285,6 +317,16 @@ func pressEnter() chromedp.Action[chromedp.Void] {
 func (p *page) send(t testing.TB, text string) {
 	t.Helper()
 	p.compose(t, text)
+	p.do(t, "press Enter", pressEnter())
+	p.waitJS(t, "the message box to empty after sending", `document.querySelector('#composer').value === ''`)
+}
+
+// sendLines puts text with line breaks into the message box (typing a
+// newline would send it early) and presses Enter.
+func (p *page) sendLines(t testing.TB, text string) {
+	t.Helper()
+	p.visible(t, "#composer")
+	eval[bool](t, p, fmt.Sprintf(`(() => { const e = document.querySelector('#composer'); e.focus(); e.value = %s; e.dispatchEvent(new Event('input', { bubbles: true })); return true; })()`, js(text)))
 	p.do(t, "press Enter", pressEnter())
 	p.waitJS(t, "the message box to empty after sending", `document.querySelector('#composer').value === ''`)
 }

@@ -21,6 +21,13 @@ func (s *suite) markupAsText(t *testing.T) {
 	const payload = `<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>`
 	b.send(t, payload)
 	msg := messageJS("bob", "window.__xss=2")
+	// Links and images whose targets run code or carry data, raw HTML with
+	// handlers, an iframe and an SVG: all inert.
+	const hostile = "[click](javascript:window.__xss=3) [data](data:text/html;base64,PHNjcmlwdD4=) [vb](vbscript:x)\n" +
+		"![pic](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+) <a href=\"javascript:window.__xss=4\" onclick=\"window.__xss=5\">a</a>\n" +
+		"<iframe src=\"/\"></iframe><svg onload=\"window.__xss=6\"></svg> <b onmouseover=\"window.__xss=7\">b</b> hostile-end"
+	b.sendLines(t, hostile)
+	hmsg := messageJS("bob", "hostile-end")
 	for _, p := range []*page{a, b} {
 		p.waitJS(t, "the markup message", msg)
 		if got := eval[string](t, p, msg+`.querySelector('.message-body').textContent`); got != payload {
@@ -29,6 +36,21 @@ func (s *suite) markupAsText(t *testing.T) {
 		if n := eval[int](t, p, msg+`.querySelectorAll('img, script').length`); n != 0 {
 			t.Errorf("%s's page made %d elements from the message text", p.name, n)
 		}
+		p.waitJS(t, "the hostile markdown", hmsg)
+		body := hmsg + `.querySelector('.message-body')`
+		if n := eval[int](t, p, body+`.querySelectorAll('img, script, iframe, svg, object, embed, b, [onclick], [onload], [onerror], [onmouseover], [style]').length`); n != 0 {
+			t.Errorf("%s's page made %d live elements from hostile markdown", p.name, n)
+		}
+		if bad := eval[[]string](t, p, `[...`+body+`.querySelectorAll('a[href]')].map((a) => a.getAttribute('href')).filter((h) => !/^https?:/.test(h))`); len(bad) != 0 {
+			t.Errorf("%s's page links to %q", p.name, bad)
+		}
+		for _, text := range []string{"click", "data", "pic", `<iframe src="/"></iframe>`, `<b onmouseover="window.__xss=7">b</b>`} {
+			if !eval[bool](t, p, body+`.textContent.includes(`+js(text)+`)`) {
+				t.Errorf("%s's page does not show %q as text", p.name, text)
+			}
+		}
+		// Clicking the javascript: link does nothing.
+		eval[bool](t, p, body+`.querySelector('a').click() || true`)
 		if n := eval[int](t, p, `document.querySelectorAll('img[src="x"], img[onerror]').length`); n != 0 {
 			t.Errorf("%s's page has %d injected images", p.name, n)
 		}
@@ -36,6 +58,42 @@ func (s *suite) markupAsText(t *testing.T) {
 			t.Errorf("%s's page ran the message's script: window.__xss is %s", p.name, typ)
 		}
 	}
+}
+
+// markdown: what agents write — headings, lists, task lists, tables, code
+// with its language — renders as such, and links open in a new tab.
+func (s *suite) markdown(t *testing.T) {
+	a, b := s.al, s.bo
+	const text = "## Plan for the parser\n\n" +
+		"1. read the **grammar**\n2. write `lexer.go`\n   - keep it small\n\n" +
+		"- [x] tokens\n- [ ] errors\n\n" +
+		"| file | lines | state |\n|:--|--:|:-:|\n| lexer.go | 120 | done |\n| parser.go | 480 | ~~old~~ new |\n\n" +
+		"```go\nfunc Lex(s string) []Token { return nil }\n```\n" +
+		"> quoted note\n\nSee https://go.dev/ref/spec and ask @alice. md-end"
+	a.sendLines(t, text)
+	msg := messageJS("alice", "md-end")
+	for _, p := range []*page{a, b} {
+		p.waitJS(t, "the markdown message", msg)
+		body := msg + `.querySelector('.message-body')`
+		checks := map[string]string{
+			"a heading":               `!!%s.querySelector('h2')`,
+			"a numbered list, nested": `%s.querySelectorAll('ol > li').length === 2 && !!%[1]s.querySelector('ol li ul li')`,
+			"a task list":             `%s.querySelectorAll('li input[type=checkbox][disabled]').length === 2 && %[1]s.querySelector('li input[type=checkbox]').checked`,
+			"a table with alignment":  `%s.querySelectorAll('table tbody tr').length === 2 && %[1]s.querySelector('td[align="right"]')?.textContent === '120'`,
+			"code with its language":  `%s.querySelector('.code-block .code-lang')?.textContent === 'go' && %[1]s.querySelector('.code-block pre').textContent.startsWith('func Lex')`,
+			"a quote":                 `!!%s.querySelector('blockquote')`,
+			"a link to a new tab":     `(%s.querySelector('a[href="https://go.dev/ref/spec"]')?.rel || '').includes('noopener') && %[1]s.querySelector('a[href^="https://go.dev"]').target === '_blank'`,
+			"a mention":               `!!%s.querySelector('.mention[data-mention="alice"]')`,
+			"strikethrough and bold":  `!!%s.querySelector('del') && !!%[1]s.querySelector('strong')`,
+			"no mention inside code":  `!%s.querySelector('code .mention, pre .mention')`,
+		}
+		for what, cond := range checks {
+			if !eval[bool](t, p, fmt.Sprintf(cond, body)) {
+				t.Errorf("%s's page: no %s in the rendered markdown", p.name, what)
+			}
+		}
+	}
+	b.shot(t, s.shots, "markdown")
 }
 
 // phone opens the app on a phone-sized screen (a fresh load, as a phone
@@ -54,8 +112,7 @@ func (s *suite) phone(t *testing.T) {
 	b.gone(t, "#sidebar")    // a drawer now
 	b.gone(t, "#side-panel") // a drawer too
 	b.visible(t, "#composer")
-	last := messageJS("bob", "window.__xss=2")
-	b.waitJS(t, "the newest message in view", fmt.Sprintf(`(() => { const m = %s; if (!m) return false; const r = m.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; })()`, last))
+	b.waitJS(t, "the newest message in view", `(() => { const m = [...document.querySelectorAll('#messages .message[data-id]')].pop(); if (!m) return false; const r = m.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; })()`)
 	if w := eval[int](t, b, `document.documentElement.scrollWidth`); w > 390 {
 		t.Errorf("the page is %d px wide on a 390 px phone: it scrolls sideways", w)
 	}
@@ -71,6 +128,16 @@ func (s *suite) phone(t *testing.T) {
 	b.visible(t, `#side-panel .agent-row[data-handle="alice/demo"]`)
 	b.click(t, "#panel-close")
 	b.gone(t, "#side-panel")
+
+	// A thread takes the whole screen; its message box is in reach.
+	root := messageJS("bob", "@alice/demo delete README.md")
+	b.waitJS(t, "the mention that started a turn", root)
+	eval[bool](t, b, `(() => { `+root+`.scrollIntoView({ block: 'center' }); return true; })()`)
+	b.openThreadOf(t, root)
+	b.waitJS(t, "the thread across the screen", `(() => { const r = document.querySelector('#thread-panel').getBoundingClientRect(); return r.left === 0 && r.width === 390; })()`)
+	b.visible(t, "#thread-composer")
+	b.shot(t, s.shots, "phone-thread")
+	b.closeThread(t)
 }
 
 func (s *suite) reconnect(t *testing.T) {

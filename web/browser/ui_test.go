@@ -29,6 +29,7 @@ type suite struct {
 	root, al, bo *page
 	br           *testhub.Bridge // alice's bridge
 	browser      context.Context // the Chromium all pages share
+	other        *page // a fourth browser context: bob's second browser, then carol's
 }
 
 func TestUI(t *testing.T) {
@@ -38,6 +39,7 @@ func TestUI(t *testing.T) {
 	s.addr = strings.TrimPrefix(s.h.URL(), "http://")
 	b := startBrowser(t)
 	s.root, s.al, s.bo = newPage(t, b, "root"), newPage(t, b, "alice"), newPage(t, b, "bob")
+	s.other = newPage(t, b, "second")
 
 	s.step(t, "SetupAdminInUI", s.setupAdmin)
 	s.admin = s.h.Login("root", rootPassword)
@@ -49,13 +51,22 @@ func TestUI(t *testing.T) {
 		PolicyFile: bridge.PolicyConfig{Address: "members"}})
 
 	s.step(t, "UsersLogIn", s.usersLogIn)
+	s.step(t, "FirstMinute", s.firstMinute)
 	s.step(t, "OwnerEnrollsThisBrowserWithTheBridgesCode", s.enrollBrowser)
 	s.step(t, "RoomAndAgentAddedInUI", s.roomAndAgent)
 	s.step(t, "LiveMessageWithoutReload", s.liveMessage)
 	s.step(t, "MentionShowsReceiptAndReply", s.mentionReceipt)
 	s.step(t, "OwnerApprovesMembersRequest", s.approval)
 	s.step(t, "InvitationAcceptedInInbox", s.consent)
-	s.step(t, "MarkupRendersAsText", s.markupAsText)
+	s.step(t, "SlashCommands", s.slashCommands)
+	s.step(t, "Notifications", s.notifications)
+	s.step(t, "HostileMarkupStaysInert", s.markupAsText)
+	s.step(t, "MarkdownRenders", s.markdown)
+	s.step(t, "EditAndReactionLive", s.editAndReact)
+	s.step(t, "ImagePastedAndShown", s.uploads)
+	s.step(t, "SearchOnlyReadableRooms", s.search)
+	s.step(t, "UnreadFollowsThePerson", s.unreadFollows)
+	s.step(t, "NewUserLandsInGeneral", s.newUserInGeneral)
 	s.step(t, "TimelineDialog", s.timeline)
 	s.step(t, "APITokenFromUserMenu", s.apiToken)
 	s.step(t, "FullPolicyInAgentPanel", s.fullPolicy)
@@ -74,8 +85,10 @@ func (s *suite) step(t *testing.T, name string, f func(*testing.T)) {
 	t.Helper()
 	ok := t.Run(name, func(t *testing.T) {
 		f(t)
-		for _, p := range []*page{s.root, s.al, s.bo} {
-			p.noErrors(t)
+		for _, p := range []*page{s.root, s.al, s.bo, s.other} {
+			if p != nil {
+				p.noErrors(t)
+			}
 		}
 	})
 	if !ok {

@@ -40,10 +40,30 @@ async function request(method, path, body, { quiet401 = false } = {}) {
   return data;
 }
 
+// upload sends bytes as they are (the hub sniffs their type).
+async function upload(path, blob) {
+  let res;
+  try {
+    res = await fetch('/api/v1' + path, { method: 'POST', body: blob, credentials: 'same-origin', headers: { Accept: 'application/json', 'Content-Type': 'application/octet-stream' } });
+  } catch {
+    throw new ApiError(0, 'network', 'Cannot reach the hub. Check your connection and try again.');
+  }
+  let data = null;
+  try { data = await res.json(); } catch { data = null; }
+  if (!res.ok) {
+    const e = (data && data.error) || {};
+    const err = new ApiError(res.status, e.code || `http_${res.status}`, e.message || res.statusText || 'Upload failed', e.reason);
+    if (res.status === 401) onUnauthenticated(err);
+    throw err;
+  }
+  return data;
+}
+
 const get = (p, o) => request('GET', p, undefined, o);
 const post = (p, b, o) => request('POST', p, b === undefined ? {} : b, o);
 const del = (p) => request('DELETE', p);
 const patch = (p, b) => request('PATCH', p, b);
+const put = (p, b) => request('PUT', p, b);
 
 // "owner/name" → "/agents/owner/name"
 export function agentPath(handle) {
@@ -64,12 +84,26 @@ export const api = {
   createToken: (label) => post('/tokens', { label }),
   tokens: () => get('/tokens').then((d) => d.tokens || []),
   revokeToken: (id) => del(`/tokens/${enc(id)}`),
+  // Sessions and passwords (your own).
+  sessions: () => get('/sessions').then((d) => d.sessions || []),
+  endSession: (id) => del(`/sessions/${enc(id)}`),
+  changePassword: (current, password) => put('/me/password', { current, password }),
+  // A reset code an admin gave you: sets the password and logs you in.
+  redeemReset: (code, password) => post('/password-reset', { code, password }, { quiet401: true }),
+
+  // People (admins): {active:false|true} deactivates or reactivates, {admin} grants or revokes.
+  updateUser: (name, change) => patch(`/users/${enc(name)}`, change).then((d) => d.user),
+  // → {code:"whr_…", expiresAt}; shown once.
+  resetPassword: (name) => post(`/users/${enc(name)}/password-reset`, {}),
 
   // Rooms
   rooms: () => get('/rooms').then((d) => d.rooms || []),
   publicRooms: () => get('/rooms?public=1').then((d) => d.rooms || []),
   createRoom: (name, priv, topic) => post('/rooms', { name, private: !!priv, topic }).then((d) => d.room),
   room: (name) => get(`/rooms/${enc(name)}`).then((d) => d.room),
+  // → {room, level}: this person's notification level in the room.
+  setNotify: (name, level) => put(`/rooms/${enc(name)}/notifications`, { level }),
+  setTopic: (name, topic) => patch(`/rooms/${enc(name)}`, { topic }).then((d) => d.room),
   members: (room) => get(`/rooms/${enc(room)}/members`).then((d) => d.members || []),
   join: (room) => post(`/rooms/${enc(room)}/members`, {}),
   addMember: (room, user) => post(`/rooms/${enc(room)}/members`, { user }),
@@ -77,14 +111,41 @@ export const api = {
   openDM: (withName) => post('/dms', { with: withName }).then((d) => d.room),
 
   // Messages
-  messages: (room, { before, after, limit = 50 } = {}) => {
+  // The channel (thread replies are in their threads), or with thread: a
+  // thread's root and replies. around: a page with that message in its middle.
+  messages: (room, { before, after, around, thread, limit = 50 } = {}) => {
     const q = new URLSearchParams({ limit: String(limit) });
     if (before) q.set('before', String(before));
-    if (after) q.set('after', String(after));
+    if (after !== undefined && after !== null) q.set('after', String(after));
+    if (around) q.set('around', String(around));
+    if (thread) q.set('thread', String(thread));
     return get(`/rooms/${enc(room)}/messages?${q}`);
   },
-  // turns: {"owner/agent": turnId} the sender saw running (stale-turn guard).
-  post: (room, text, turns) => post(`/rooms/${enc(room)}/messages`, turns && Object.keys(turns).length ? { text, turns } : { text }),
+  // turns: {"owner/agent": turnId} the sender saw running (stale-turn guard);
+  // thread: reply under that root; files: ids uploaded to this room.
+  post: (room, text, turns, { thread, files } = {}) => {
+    const body = { text };
+    if (turns && Object.keys(turns).length) body.turns = turns;
+    if (thread) body.thread = thread;
+    if (files && files.length) body.files = files;
+    return post(`/rooms/${enc(room)}/messages`, body);
+  },
+  editMessage: (room, id, text) => patch(`/rooms/${enc(room)}/messages/${id}`, { text }).then((d) => d.message),
+  deleteMessage: (room, id) => del(`/rooms/${enc(room)}/messages/${id}`),
+  react: (room, id, emoji, on) => request(on ? 'PUT' : 'DELETE', `/rooms/${enc(room)}/messages/${id}/reactions/${enc(emoji)}`),
+  markRead: (room, id) => put(`/rooms/${enc(room)}/read`, { id }).then((d) => d.read),
+  // → {results:[{message, snippet}], next?}
+  search: (q, { room, from, before, limit } = {}) => {
+    const p = new URLSearchParams({ q });
+    if (room) p.set('room', room);
+    if (from) p.set('from', from);
+    if (before) p.set('before', String(before));
+    if (limit) p.set('limit', String(limit));
+    return get(`/search?${p}`);
+  },
+  // Raw bytes with ?name= → {file:{id,name,size,type,url}}
+  upload: (room, file) => upload(`/rooms/${enc(room)}/files?name=${enc(file.name || 'pasted')}`, file).then((d) => d.file),
+  settings: () => get('/settings'),
 
   // Agents, consent, steering
   agents: () => get('/agents').then((d) => d.agents || []),

@@ -2,12 +2,13 @@
 
 import { api, setUnauthenticatedHandler } from './api.js';
 import { h, clear, toast, debounce } from './dom.js';
-import { state, on, emit, logFor, mergeReceipt, patchAgent, isDM } from './store.js';
+import { state, on, emit, logFor, threadLog, mergeReceipt, patchAgent, isDM } from './store.js';
+import { applyChatEvent } from './chatevents.js';
 import { actions } from './actions.js';
 import { Live } from './live.js';
-import { showLogin, showSetup, hideAuth } from './auth.js';
+import { showLogin, showSetup, showReset, hideAuth } from './auth.js';
 import { initSidebar, renderMe, roomHref } from './sidebar.js';
-import { loadUnread, primeUnread, seenRoom, noteIncoming, forgetRoom } from './unread.js';
+import { loadUnread, primeUnread, seenRoom, noteIncoming, forgetRoom, initUnread, applyRead } from './unread.js';
 import { initMessages, showRoom, clearMessages, messageArrived, receiptChanged, rerender, feedReady, agentChanged } from './messages.js';
 import { initComposer, showComposer, resetComposer } from './composer.js';
 import { renderHeader, openCreateRoom, openBrowse, openMembers, openStartDM } from './rooms.js';
@@ -18,6 +19,16 @@ import { initPanel } from './panel.js';
 import { openPairing } from './pairing.js';
 import { openTokens } from './tokens.js';
 import { openAdmin } from './admin.js';
+import { showJoinOffer, hideJoinOffer } from './join.js';
+import { initWelcome, loadWelcome } from './welcome.js';
+import { initThread, closeThread } from './thread.js';
+import { initReactions } from './reactions.js';
+import { initEdit } from './edit.js';
+import { initUploads, loadUploadLimits, resetUploads } from './uploads.js';
+import { initSearch } from './search.js';
+import { initNotify, loadNotify, primeNotify, setLevelFromHub, resetNotify } from './notify.js';
+import { openPeople } from './people.js';
+import { openAccount } from './account.js';
 import { initOwner, loadOwner, ownerEvent } from './owner.js';
 
 let live = null;
@@ -25,7 +36,20 @@ let initialized = false;
 
 setUnauthenticatedHandler(() => sessionLost('Your session ended. Log in again.'));
 
+// A reset link an admin handed over: #reset=<code>.
+function resetCode() {
+  const m = /^#reset=(whr_[A-Za-z0-9_-]+)$/.exec(location.hash);
+  return m ? m[1] : '';
+}
+
 async function boot() {
+  const code = resetCode();
+  if (code) {
+    // The code leaves the address bar (and history) at once.
+    history.replaceState(null, '', '#/');
+    showReset(code, start, () => showLogin(start));
+    return;
+  }
   try {
     start(await api.me());
   } catch (ex) {
@@ -45,7 +69,7 @@ function initOnce() {
   if (initialized) return;
   initialized = true;
   initSidebar({
-    onLogout: logout, onPairing: openPairing, onTokens: openTokens, onAdmin: openAdmin,
+    onLogout: logout, onPairing: openPairing, onTokens: openTokens, onAdmin: openPeople, onAccount: openAccount,
     onCreateRoom: openCreateRoom, onBrowse: openBrowse, onStartDM: openStartDM,
   });
   initMessages();
@@ -53,6 +77,14 @@ function initOnce() {
   initAgents();
   initApprovals();
   initPanel();
+  initWelcome();
+  initNotify();
+  initThread();
+  initReactions();
+  initEdit();
+  initUnread();
+  initUploads();
+  initSearch();
   initOwner();
   document.getElementById('members-button').addEventListener('click', openMembers);
   window.addEventListener('hashchange', route);
@@ -78,16 +110,18 @@ async function start(me) {
     toast(`Could not load your rooms: ${ex.message}`, 'error');
   }
   setRooms(rooms);
+  loadNotify();
   const since = rooms.reduce((m, r) => Math.max(m, r.lastMessageId || 0), 0);
   live = new Live({
     since,
     onEvent,
     onReady: ({ first }) => { feedReady(); if (!first) { refreshRooms(); if (state.current) loadRoomAgents(state.current); } },
-    onUnauthenticated: () => sessionLost('Your session ended. Log in again.'),
+    onUnauthenticated: (why) => sessionLost(endedNotice(why)),
   });
   live.start();
   primeUnread(rooms);
-  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadOwner()]);
+  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome(), loadUploadLimits(), loadOwner()]);
+  primeNotify();
   route();
 }
 
@@ -122,9 +156,11 @@ function route() {
   if (!state.me) return;
   const m = /^#\/r\/(.+)$/.exec(location.hash);
   let name = m ? decodeURIComponent(m[1]) : null;
+  hideJoinOffer();
   if (name && !state.rooms.has(name)) {
-    toast(`You are not in ${name.startsWith('dm:') ? 'that DM' : '#' + name}. Browse rooms to join it.`, 'error');
-    name = null;
+    openRoom(null);
+    showJoinOffer(name); // never another room in its place
+    return;
   }
   if (!name) {
     const last = localStorage.getItem(`wh.lastRoom.${state.me.name}`);
@@ -176,12 +212,18 @@ function onEvent(ev) {
     case 'message': {
       const m = { ...d, room: d.room || ev.room, id: d.id ?? ev.id };
       if (!state.rooms.has(m.room)) refreshRoomsSoon();
+      if (m.thread) { if (threadLog(m.thread).add(m)) emit('reply', m); break; }
       if (logFor(m.room).add(m)) emit('message', m);
       break;
     }
     case 'room.created':
       refreshRoomsSoon();
       break;
+    case 'room.topic': {
+      const r = state.rooms.get(d.room || room);
+      if (r) { r.topic = d.topic || ''; if (r.name === state.current) renderHeader(); }
+      break;
+    }
     case 'member.added':
     case 'member.removed':
       if (ev.type === 'member.removed' && d.user === state.me.name && state.rooms.has(room)) {
@@ -214,13 +256,28 @@ function onEvent(ev) {
     case 'approval':
       upsertApproval(d);
       break;
+    case 'notify':
+      setLevelFromHub(d.room || room, d.level);
+      break;
+    case 'read':
+      applyRead({ ...d, room: d.room || room });
+      break;
     default:
-      ownerEvent(ev);
+      if (!ownerEvent(ev)) applyChatEvent(ev);
       break;
   }
 }
 
+// endedNotice words the hub's close reason ("session ended: your password
+// was changed") for the login screen.
+function endedNotice(why) {
+  if (!why) return 'Your session ended. Log in again.';
+  const text = String(why).replace(/^session ended:\s*/, '');
+  return `Your session ended: ${text}. Log in again.`;
+}
+
 async function logout() {
+  if (live) { live.stop(); live = null; }
   try { await api.logout(); } catch { /* the session is gone either way */ }
   sessionLost('You are logged out.');
 }
@@ -232,6 +289,7 @@ function sessionLost(notice) {
   state.current = null;
   state.rooms = new Map();
   state.logs = new Map();
+  state.threads = new Map();
   state.receipts = new Map();
   state.members = new Map();
   state.roomAgents = new Map();
@@ -241,6 +299,9 @@ function sessionLost(notice) {
   state.allAgents = [];
   clearMessages();
   resetComposer();
+  resetNotify();
+  closeThread();
+  resetUploads();
   document.querySelectorAll('dialog[open]').forEach((d) => d.close());
   history.replaceState(null, '', '#/');
   showLogin(start, notice);

@@ -46,6 +46,26 @@ export function awaitingMyDecision() {
   return [...state.approvals.values()].filter((a) => a.status === 'pending' && a.owner === state.me?.name);
 }
 
+// decideApproval records the owner's decision on a, bound to the payload
+// hash shown, and stores the answer (the cards and /approve, /deny).
+// Approving is signed by this browser's device, and the agent's bridge
+// checks the signature (the hub cannot approve); denying needs none. A
+// browser that is not enrolled throws NoDeviceError.
+export async function decideApproval(a, decision) {
+  try {
+    let signed;
+    if (decision === 'approve') {
+      signed = await sign(state.me.name, { kind: 'approval', agent: a.agent, approval: a.id, payloadHash: a.payloadHash });
+    }
+    const d = await api.decideApproval(a.id, decision, a.payloadHash, signed);
+    upsertApproval((d && d.approval) || { id: a.id, status: decision === 'approve' ? 'approved' : 'denied', decidedBy: state.me.name });
+  } catch (ex) {
+    if (ex.reason === 'hash-mismatch') ex.message = `The request changed since it was shown (hash mismatch) — nothing was approved. ${ex.message}`;
+    else if (SIGNATURE_REASONS.has(ex.reason)) ex.message = `Your decision could not be verified on @${a.owner}'s machine, so nothing was approved: ${ex.message}`;
+    throw ex;
+  }
+}
+
 function statusLabel(a) {
   switch (a.status) {
     case 'pending': return 'needs approval';
@@ -118,22 +138,12 @@ export function approvalCard(a, { compact = false } = {}) {
       prompt.replaceChildren();
       actions.querySelectorAll('button').forEach((b) => { b.disabled = true; });
       try {
-        // Approving is signed by this browser's device; the bridge checks
-        // the signature (the hub cannot approve). Denying needs none.
-        let signed;
-        if (decision === 'approve') {
-          signed = await sign(state.me.name, { kind: 'approval', agent: a.agent, approval: a.id, payloadHash: a.payloadHash });
-        }
-        const d = await api.decideApproval(a.id, decision, a.payloadHash, signed);
-        upsertApproval((d && d.approval) || { id: a.id, status: decision === 'approve' ? 'approved' : 'denied', decidedBy: state.me.name });
+        await decideApproval(a, decision);
       } catch (ex) {
         if (ex instanceof NoDeviceError) {
           prompt.replaceChildren(enrollPrompt('Approving'));
         } else {
-          let msg = ex.message || String(ex);
-          if (ex.reason === 'hash-mismatch') msg = `The request changed since it was shown (hash mismatch) — nothing was approved. ${ex.message}`;
-          else if (SIGNATURE_REASONS.has(ex.reason)) msg = `Your decision could not be verified on @${a.owner}'s machine, so nothing was approved: ${ex.message}`;
-          setError(err, msg);
+          setError(err, ex.message || String(ex));
         }
         actions.querySelectorAll('button').forEach((b) => { b.disabled = false; });
       }

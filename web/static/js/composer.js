@@ -7,6 +7,8 @@ import { state, on, logFor, mergeReceipt, emit, roomLabel } from './store.js';
 import { agentMentions } from './render/markdown.js';
 import { initMentions } from './mentions.js';
 import { setError } from './dialog.js';
+import { initSlash, run as runSlash, hint as slashHint, parse as parseSlash } from './slash.js';
+import { readyFiles, hasFiles, clearFiles } from './uploads.js';
 import { ceilingHint } from './ceilings.js';
 
 const MAX_BYTES = 16 * 1024;
@@ -21,7 +23,7 @@ const MODE_TEXT = {
   moderated: 'goes to its owner first, who forwards it or not',
 };
 
-let ta, form, hint, err, sendBtn, mentions;
+let ta, form, hint, err, sendBtn, mentions, slash;
 let shownRoom = null;
 
 export function initComposer() {
@@ -30,11 +32,12 @@ export function initComposer() {
   hint = document.getElementById('composer-hint');
   err = document.getElementById('composer-error');
   sendBtn = document.getElementById('send');
-  mentions = initMentions(ta, document.getElementById('mention-list'));
+  slash = initSlash(ta, ta.parentElement);
+  mentions = initMentions(ta, document.getElementById('mention-list'), { suppress: () => slash.ownsArgs() });
 
   ta.addEventListener('keydown', (e) => {
     if (e.isComposing || e.keyCode === 229) return;
-    if (mentions.handleKey(e)) { e.preventDefault(); e.stopPropagation(); return; }
+    if (slash.handleKey(e) || mentions.handleKey(e)) { e.preventDefault(); e.stopPropagation(); return; }
     if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
       e.preventDefault();
       form.requestSubmit();
@@ -44,7 +47,7 @@ export function initComposer() {
     grow();
     drafts.set(state.current, ta.value);
     renderHint();
-    sendBtn.disabled = !ta.value.trim();
+    sendBtn.disabled = !ta.value.trim() && !hasFiles(state.current);
     if (!err.hidden) setError(err, '');
   });
   form.addEventListener('submit', (e) => { e.preventDefault(); send(); });
@@ -60,13 +63,14 @@ export function showComposer(room) {
   if (shownRoom && shownRoom !== room) drafts.set(shownRoom, ta.value);
   shownRoom = room;
   mentions.close();
+  slash.close();
   setError(err, '');
   form.hidden = !room;
   if (!room) return;
   const r = state.rooms.get(room);
   ta.value = drafts.get(room) || '';
   ta.placeholder = r ? `Message ${roomLabel(r)}` : 'Message';
-  sendBtn.disabled = !ta.value.trim();
+  sendBtn.disabled = !ta.value.trim() && !hasFiles(state.current);
   grow();
   renderHint();
   if (window.matchMedia('(pointer: fine)').matches) ta.focus();
@@ -80,8 +84,12 @@ export function resetComposer() {
 
 async function send() {
   const room = state.current;
-  const text = ta.value;
-  if (!room || !text.trim()) return;
+  let text = ta.value;
+  const files = readyFiles(room);
+  if (!room || (!text.trim() && !(files && files.length))) return;
+  if (files === null) { setError(err, 'Wait until your files are uploaded.'); return; }
+  if (parseSlash(text)) { await command(room, text); return; }
+  if (text.startsWith('//')) text = text.slice(1);
   if (new TextEncoder().encode(text).length > MAX_BYTES) {
     setError(err, 'That message is longer than 16 KiB. Share long output as a file or trim it.');
     return;
@@ -92,7 +100,8 @@ async function send() {
   renderHint();
   sendBtn.disabled = true;
   try {
-    const d = await api.post(room, text, seenTurns(room, text));
+    const d = await api.post(room, text, seenTurns(room, text), { files });
+    if (files.length) clearFiles(room);
     if (d && d.message) {
       const fresh = logFor(room).add(d.message);
       for (const r of d.receipts || []) if (mergeReceipt(r)) emit('receipt', r);
@@ -100,8 +109,21 @@ async function send() {
     }
   } catch (ex) {
     if (!ta.value) { ta.value = text; drafts.set(room, text); grow(); renderHint(); }
-    sendBtn.disabled = !ta.value.trim();
+    sendBtn.disabled = !ta.value.trim() && !hasFiles(state.current);
     setError(err, ex.status === 429 ? `Slow down: ${ex.message}` : ex.message);
+  }
+}
+
+// command runs a slash command; the text stays in the box if it fails.
+async function command(room, text) {
+  sendBtn.disabled = true;
+  try {
+    await runSlash(text);
+    if (state.current === room && ta.value === text) { ta.value = ''; drafts.delete(room); grow(); renderHint(); }
+  } catch (ex) {
+    setError(err, ex.message);
+  } finally {
+    sendBtn.disabled = !ta.value.trim() && !hasFiles(state.current);
   }
 }
 
@@ -120,6 +142,12 @@ function seenTurns(room, text) {
 function renderHint() {
   clear(hint);
   const room = state.current;
+  const cmd = slashHint(ta.value);
+  if (room && cmd) {
+    hint.append(h('div', { class: 'mode-hint slash-hint' }, h('span', { class: 'mode-text' }, cmd)));
+    hint.hidden = false;
+    return;
+  }
   if (!room || state.features.agents === false) { hint.hidden = true; return; }
   const handles = agentMentions(ta.value);
   if (!handles.length) { hint.hidden = true; return; }

@@ -7,7 +7,7 @@ import { state } from './store.js';
 
 const MAX = 8;
 
-export function initMentions(ta, listEl) {
+export function initMentions(ta, listEl, { suppress } = {}) {
   let items = [];
   let active = 0;
   let token = null; // {start, end, query}
@@ -30,6 +30,7 @@ export function initMentions(ta, listEl) {
   }
 
   function findToken() {
+    if (suppress && suppress()) return null;
     const pos = ta.selectionStart;
     if (pos !== ta.selectionEnd) return null;
     const before = ta.value.slice(0, pos);

@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { h, clear, dayKey, announce } from './dom.js';
-import { state, logFor, mergeReceipt, roomLabel, receiptsFor } from './store.js';
+import { state, on, logFor, mergeReceipt, roomLabel, receiptsFor } from './store.js';
 import { messageEl, daySeparator } from './render/message.js';
 import { isActivity, ActivityGroup } from './render/activity.js';
 import { renderReceipts, receiptText } from './receipts.js';
@@ -32,6 +32,65 @@ export function initMessages() {
   jump().addEventListener('click', () => { scrollToBottom(); readIfAtBottom(); });
   document.addEventListener('visibilitychange', readIfAtBottom);
   window.addEventListener('focus', readIfAtBottom);
+  on('updated', (m) => { if (m.room === room && !m.thread) replaceEl(m.id); });
+  on('thread', (d) => { if (d.room === room) replaceEl(d.root); });
+  on('reactions', (d) => { if (d.room === room && !d.thread) replaceEl(d.messageId); });
+}
+
+// replaceEl renders one message again in place (an edit, a deletion, its
+// reactions or its thread's summary changed).
+function replaceEl(id) {
+  const node = els.get(id);
+  const m = room && logFor(room).byId.get(id);
+  if (!node || !m) return;
+  const atBottom = stick || nearBottom();
+  if (!node.matches('article.message[data-id]')) {
+    // An activity step: the block is rebuilt with the list.
+    const el = list();
+    const fromBottom = el.scrollHeight - el.scrollTop;
+    renderAll();
+    el.scrollTop = el.scrollHeight - fromBottom;
+  } else {
+    const fresh = messageEl(m, { compact: node.classList.contains('message-compact') });
+    node.replaceWith(fresh);
+    els.set(id, fresh);
+  }
+  if (atBottom) scrollToBottom();
+}
+
+// flash draws the eye to a message (a search result, a jump).
+export function flash(el) {
+  if (!el) return;
+  el.classList.remove('flash');
+  void el.offsetWidth;
+  el.classList.add('flash');
+  el.scrollIntoView({ block: 'center' });
+  stick = nearBottom();
+}
+
+// jumpTo shows message id of the open room in context: loaded already, or
+// after loading older pages until it is.
+export async function jumpTo(name, id) {
+  if (room !== name) return false;
+  const log = logFor(name);
+  const deadline = Date.now() + 15000;
+  while (!log.byId.has(id) && room === name && Date.now() < deadline) {
+    if (log.loading) { await new Promise((r) => setTimeout(r, 50)); continue; }
+    if (!log.loaded) { await loadLatest(name); continue; }
+    if (log.reachedStart || id > log.newest) break;
+    log.loading = true;
+    try {
+      const d = await api.messages(name, { before: log.oldest, limit: 200 });
+      for (const m of d.messages || []) log.add(m);
+      for (const r of d.receipts || []) mergeReceipt(r);
+      if ((d.messages || []).length < 200) log.reachedStart = true;
+    } catch { break; } finally { log.loading = false; }
+    if (room === name) renderAll();
+  }
+  const el = els.get(id);
+  if (!el) return false;
+  flash(el);
+  return true;
 }
 
 export async function showRoom(name) {

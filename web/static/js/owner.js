@@ -16,28 +16,29 @@ export async function loadOwner() {
   await Promise.all([loadThisDevice(), loadRequests()]);
 }
 
-// ownerEvent handles the live events of this module's concern.
+// ownerEvent handles the live events of this module's concern and
+// reports whether it did.
 export function ownerEvent(ev) {
   const d = ev.data || {};
   switch (ev.type) {
     case 'request':
       upsertRequest(d);
-      break;
+      return true;
     case 'devices':
       emit('devices-changed');
-      break;
+      return true;
     case 'agent.ceiling':
       if (ev.room === state.current) loadRoomAgents(ev.room);
       else state.roomAgents.delete(ev.room);
-      break;
+      return true;
     case 'forgery': {
       const what = d.agent ? `a ${d.kind} decision for @${state.me?.name}/${d.agent}` : 'a device enrollment';
       toast(`Your bridge refused ${what}: ${d.detail || d.reason}. Nothing was done.`, 'error');
       emit('forgery', d);
-      break;
+      return true;
     }
     default:
-      break;
+      return false;
   }
 }
 

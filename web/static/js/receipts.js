@@ -37,7 +37,7 @@ export function receiptText(r) {
     case 'started': case 'steered': case 'delivered': {
       const a = agentByHandle(r.agent);
       if (a && a.status === 'needs-approval' && (!a.turnId || a.turnId === r.turnId)) {
-        return `waiting for @${agentOwner(r.agent)}'s approval`;
+        return r.status === 'steered' ? `steered the running turn · waiting for @${agentOwner(r.agent)}'s approval` : `waiting for @${agentOwner(r.agent)}'s approval`;
       }
       return `working · ${how[r.status]}`;
     }

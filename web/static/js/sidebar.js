@@ -3,13 +3,13 @@
 
 import { h, clear, avatar, initials, hueClass, icon } from './dom.js';
 import { state, on, isDM, roomLabel } from './store.js';
-import { unreadCount, unreadLabel, totalUnread } from './unread.js';
+import { unreadCount, unreadLabel, totalUnread, mentionCount } from './unread.js';
 
 export const roomHref = (name) => `#/r/${encodeURIComponent(name)}`;
 
 const app = () => document.getElementById('app-screen');
 
-export function initSidebar({ onLogout, onPairing, onTokens, onAdmin, onCreateRoom, onBrowse, onStartDM }) {
+export function initSidebar({ onLogout, onPairing, onTokens, onAdmin, onAccount, onCreateRoom, onBrowse, onStartDM }) {
   const btn = document.getElementById('user-menu-button');
   const menu = document.getElementById('user-menu');
   const setMenu = (open) => {
@@ -31,6 +31,7 @@ export function initSidebar({ onLogout, onPairing, onTokens, onAdmin, onCreateRo
   item('open-pairing', onPairing);
   item('open-tokens', onTokens);
   item('open-admin', onAdmin);
+  item('open-account', onAccount);
   document.getElementById('create-room').addEventListener('click', onCreateRoom);
   document.getElementById('browse-rooms').addEventListener('click', onBrowse);
   document.getElementById('start-dm').addEventListener('click', onStartDM);
@@ -89,7 +90,7 @@ function roomItem(r) {
     : h('span', { class: 'room-prefix', 'aria-hidden': 'true' }, icon(r.private ? 'lock' : 'hash')),
   h('span', { class: 'room-name' }, dm ? label : r.name),
   r.private && !dm ? h('span', { class: 'sr-only' }, '(private)') : null,
-  n ? h('span', { class: 'unread-count', 'aria-label': `${unreadLabel(r.name)} unread` }, unreadLabel(r.name)) : null);
+  n ? h('span', { class: `unread-count${mentionCount(r.name) ? ' has-mentions' : ''}`, 'aria-label': `${unreadLabel(r.name)} ${mentionCount(r.name) ? 'mentioning you' : 'unread'}` }, unreadLabel(r.name)) : null);
   a.addEventListener('click', () => setDrawer(false));
   return h('li', null, a);
 }

@@ -6,7 +6,8 @@ export const state = {
   users: [],                // every user (for mentions and DMs)
   rooms: new Map(),         // name → Room (the caller's rooms and DMs)
   current: null,            // name of the open room
-  logs: new Map(),          // name → RoomLog
+  logs: new Map(),          // name → RoomLog (the channel: messages not in a thread)
+  threads: new Map(),       // root id → RoomLog (the thread's replies)
   receipts: new Map(),      // messageId → Map(agent handle → Receipt)
   members: new Map(),       // room → [{user, role}]
   roomAgents: new Map(),    // room → [Agent]
@@ -60,6 +61,24 @@ export function logFor(room) {
   let log = state.logs.get(room);
   if (!log) state.logs.set(room, (log = new RoomLog()));
   return log;
+}
+
+export function threadLog(root) {
+  let log = state.threads.get(root);
+  if (!log) state.threads.set(root, (log = new RoomLog()));
+  return log;
+}
+
+// logOf is the log a message belongs in: its thread's, or its room's channel.
+export function logOf(m) {
+  return m.thread ? threadLog(m.thread) : logFor(m.room);
+}
+
+// findMessage looks a message up wherever it is loaded.
+export function findMessage(id, room) {
+  if (room && state.logs.get(room)?.byId.has(id)) return state.logs.get(room).byId.get(id);
+  for (const log of [...state.logs.values(), ...state.threads.values()]) if (log.byId.has(id)) return log.byId.get(id);
+  return null;
 }
 
 // Receipt statuses by progress: a later stage never yields to an earlier one

@@ -1,145 +1,184 @@
-// render/markdown.js — safe, small formatting for message text: ``` fenced
-// code blocks, `inline code`, **bold**, "> " quotes, http(s) links and
-// @mentions. It builds DOM nodes only; no text is ever parsed as HTML.
+// render/markdown.js — message text as the markdown people expect (GitHub
+// flavoured: lists, headings, tables, task lists, fenced code with a
+// language label, links, strikethrough), parsed by the vendored marked and
+// sanitized by the vendored DOMPurify with the browser's own parser.
+//
+// Safety, in three layers: raw HTML in a message is never markup (marked's
+// html tokens are rendered as escaped text); DOMPurify keeps only the
+// elements and attributes listed here and returns DOM nodes (no HTML string
+// is ever assigned by this module's callers); links keep only http(s) and
+// mailto targets. The strict CSP (no inline script, images from the hub
+// only) stands behind all three.
 
-import { h, copyButton } from '../dom.js';
+import { Marked } from '../../vendor/marked/marked.esm.js';
+import DOMPurify from '../../vendor/dompurify/purify.es.mjs';
+import { h, copyText } from '../dom.js';
+
+export { agentMentions } from './mentions.js';
+
+const escapeHTML = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+
+const md = new Marked({ gfm: true, breaks: true, async: false });
+md.use({
+  renderer: {
+    // Typed HTML shows as the text that was typed.
+    html({ text, block }) {
+      const t = escapeHTML(block ? String(text).replace(/\n+$/, '') : text);
+      return block ? `<p class="md-raw">${t}</p>\n` : t;
+    },
+    // An image is a link to it: nothing is fetched because a message said so.
+    image({ href, text }) {
+      return `<a href="${escapeHTML(href || '')}">${escapeHTML(text || href || 'image')}</a>`;
+    },
+  },
+});
+
+const TAGS = ['p', 'br', 'strong', 'em', 'del', 's', 'code', 'pre', 'blockquote', 'ul', 'ol', 'li',
+  'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'a', 'hr', 'input', 'span'];
+const ATTRS = ['href', 'title', 'class', 'align', 'type', 'checked', 'disabled', 'start'];
+
+const purify = DOMPurify(window);
+purify.addHook('uponSanitizeAttribute', (node, data) => {
+  const tag = node.nodeName;
+  if (data.attrName === 'class') {
+    // marked's only class: the language of a fenced block.
+    data.keepAttr = (tag === 'CODE' || tag === 'P') && /^(?:language-[\w+#.-]{1,40}|md-raw)$/.test(data.attrValue);
+  } else if (data.attrName === 'type') {
+    data.keepAttr = tag === 'INPUT' && data.attrValue === 'checkbox';
+  } else if (data.attrName === 'align') {
+    data.keepAttr = /^(?:left|center|right)$/.test(data.attrValue);
+  }
+});
+purify.addHook('afterSanitizeAttributes', (node) => {
+  if (node.nodeName === 'A') {
+    const href = safeHref(node.getAttribute('href'));
+    if (!href) node.removeAttribute('href');
+    else {
+      node.setAttribute('href', href);
+      if (!href.startsWith(location.origin + '/')) {
+        node.setAttribute('target', '_blank');
+        node.setAttribute('rel', 'noopener noreferrer nofollow');
+      }
+    }
+  } else if (node.nodeName === 'INPUT') {
+    if (node.getAttribute('type') !== 'checkbox') node.remove();
+    else node.setAttribute('disabled', '');
+  }
+});
+// Set once: a config passed on every call is parsed again each time.
+purify.setConfig({
+  ALLOWED_TAGS: TAGS, ALLOWED_ATTR: ATTRS, ALLOW_DATA_ATTR: false, ALLOW_ARIA_ATTR: false,
+  RETURN_DOM_FRAGMENT: true,
+});
+
+// safeHref keeps http(s) and mailto links (relative ones resolve against
+// the hub); anything else (javascript:, data:, vbscript:, …) is dropped.
+export function safeHref(raw) {
+  if (raw == null || raw === '') return '';
+  let u;
+  try { u = new URL(raw, location.origin); } catch { return ''; }
+  return ['http:', 'https:', 'mailto:'].includes(u.protocol) ? u.href : '';
+}
+
+// Rendered messages, by options and text: a room re-renders often (room
+// switches, older pages), and the same text renders the same.
+const CACHE_MAX = 400;
+const cache = new Map();
 
 /**
- * render(text, {me}) → DocumentFragment
+ * render(text, {me, inline}) → DocumentFragment
  * me: the viewer's user name, to highlight mentions of them and their agents.
+ * inline: one line of inline markup (system notices), no blocks.
  */
 export function render(text, opts = {}) {
-  const frag = document.createDocumentFragment();
-  for (const block of blocks(String(text ?? ''))) {
-    if (block.kind === 'code') frag.append(codeBlock(block.text, block.lang));
-    else if (block.kind === 'quote') frag.append(h('blockquote', null, inline(block.text, opts)));
-    else frag.append(h('span', { class: 'md-text' }, inline(block.text, opts)));
+  const src = String(text ?? '');
+  const key = `${opts.inline ? 'i' : 'b'}:${opts.me || ''}:${src}`;
+  let tpl = cache.get(key);
+  if (tpl) {
+    cache.delete(key);
+  } else {
+    tpl = build(src, opts);
+    if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value);
   }
+  cache.set(key, tpl);
+  const frag = tpl.cloneNode(true);
+  for (const b of frag.querySelectorAll('.code-copy')) wireCopy(b);
   return frag;
 }
 
-const FENCE = /^\s{0,3}```\s*([\w+#.-]*)\s*$/;
-const FENCE_OPEN = /^\s{0,3}```(.*)$/;
+function build(src, opts) {
+  const html = (opts.inline ? md.parseInline(src) : md.parse(src)).trim();
+  const clean = purify.sanitize(html);
+  const frag = document.createDocumentFragment();
+  if (opts.inline) frag.append(clean);
+  else frag.append(h('div', { class: 'md' }, clean));
+  decorate(frag, opts);
+  return frag;
+}
 
-// blocks splits text into code, quote and plain runs.
-export function blocks(text) {
-  const out = [];
-  const lines = text.split('\n');
-  let plain = [];
-  let quote = [];
-  const flushPlain = () => { if (plain.length) { out.push({ kind: 'text', text: plain.join('\n') }); plain = []; } };
-  const flushQuote = () => { if (quote.length) { out.push({ kind: 'quote', text: quote.join('\n') }); quote = []; } };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const open = FENCE_OPEN.exec(line);
-    if (open) {
-      flushPlain(); flushQuote();
-      const m = FENCE.exec(line);
-      let lang = m ? m[1] : '';
-      const body = [];
-      // "```code```" on one line, or text after the fence on the opening line.
-      let rest = m ? null : open[1];
-      if (rest !== null) {
-        const close = rest.indexOf('```');
-        if (close >= 0) {
-          out.push({ kind: 'code', text: rest.slice(0, close), lang: '' });
-          const after = rest.slice(close + 3);
-          if (after.trim()) plain.push(after);
-          continue;
-        }
-        body.push(rest);
-        lang = '';
-      }
-      let j = i + 1;
-      while (j < lines.length && !/^\s{0,3}```\s*$/.test(lines[j])) body.push(lines[j++]);
-      out.push({ kind: 'code', text: body.join('\n'), lang });
-      i = j; // skip the closing fence (or run to the end if unterminated)
-      continue;
-    }
-    if (/^>\s?/.test(line)) {
-      flushPlain();
-      quote.push(line.replace(/^>\s?/, ''));
-      continue;
-    }
-    flushQuote();
-    plain.push(line);
+// decorate adds what the parser does not: code blocks with a language label
+// and a copy button, scrolling tables, and highlighted @mentions.
+function decorate(root, opts) {
+  for (const pre of root.querySelectorAll('pre')) {
+    const code = pre.querySelector('code');
+    const m = code && /(?:^|\s)language-([\w+#.-]+)/.exec(code.className);
+    const lang = m ? m[1] : '';
+    if (code) code.className = lang ? `lang-${lang.replace(/[^\w-]/g, '')}` : '';
+    pre.setAttribute('tabindex', '0');
+    const block = h('div', { class: 'code-block' },
+      h('div', { class: 'code-block-head' },
+        h('span', { class: 'code-lang' }, lang || 'code'),
+        h('button', { type: 'button', class: 'small-button copy-button code-copy' }, 'Copy')));
+    pre.replaceWith(block);
+    block.append(pre);
   }
-  flushPlain(); flushQuote();
-  // Drop blank lines that only separated blocks.
-  return out.map((b) => (b.kind === 'text' ? { ...b, text: trimBlankLines(b.text, out.length > 1) } : b))
-    .filter((b) => b.kind !== 'text' || b.text !== '');
+  for (const table of root.querySelectorAll('table')) {
+    const wrap = h('div', { class: 'md-table-wrap', tabindex: '0' });
+    table.replaceWith(wrap);
+    wrap.append(table);
+  }
+  highlightMentions(root, opts);
 }
 
-function trimBlankLines(s, multi) {
-  return multi ? s.replace(/^\n+|\n+$/g, '') : s;
+function wireCopy(b) {
+  b.addEventListener('click', async () => {
+    const code = b.closest('.code-block')?.querySelector('pre');
+    const ok = await copyText(code ? code.textContent : '');
+    b.textContent = ok ? 'Copied' : 'Copy failed';
+    setTimeout(() => { b.textContent = 'Copy'; }, 1500);
+  });
 }
 
-function codeBlock(text, lang) {
-  const code = h('code', lang ? { class: `lang-${lang.replace(/[^\w-]/g, '')}` } : null, text);
-  return h('div', { class: 'code-block' },
-    h('div', { class: 'code-block-head' },
-      h('span', { class: 'code-lang' }, lang || 'code'),
-      copyButton(text, 'Copy', 'code-copy')),
-    h('pre', { tabindex: '0' }, code));
-}
+const MENTION = /(^|[^\w@/`\\])@([a-z0-9][a-z0-9_.-]*(?:\/[a-z0-9][a-z0-9_.-]*)?)/gi;
 
-// Inline tokens: code spans, links, mentions, bold.
-const INLINE = /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)|(https?:\/\/[^\s<>"'`]+)|(^|[^\w@/`\\])@([a-z0-9][a-z0-9_.-]*(?:\/[a-z0-9][a-z0-9_.-]*)?)|\*\*(?=\S)([\s\S]*?\S)\*\*/gi;
-
-export function inline(text, opts = {}) {
-  const out = [];
-  let last = 0;
-  INLINE.lastIndex = 0;
-  const re = new RegExp(INLINE.source, INLINE.flags);
-  let m;
-  while ((m = re.exec(text))) {
-    let start = m.index;
-    if (m[2] !== undefined) {
-      out.push(text.slice(last, start), h('code', { class: 'inline-code' }, m[2]));
-      last = re.lastIndex;
-    } else if (m[3] !== undefined) {
-      const { url, tail } = trimUrl(m[3]);
-      const a = link(url);
-      out.push(text.slice(last, start), a || url, tail);
-      last = re.lastIndex;
-    } else if (m[5] !== undefined) {
-      const pre = m[4] || '';
-      start += pre.length;
-      let name = m[5];
-      let trail = '';
-      while (/[.-]$/.test(name)) { trail = name.slice(-1) + trail; name = name.slice(0, -1); }
-      out.push(text.slice(last, start), mention(name, opts), trail);
-      last = re.lastIndex;
-    } else if (m[6] !== undefined) {
-      out.push(text.slice(last, start), h('strong', null, inline(m[6], opts)));
-      last = re.lastIndex;
+// highlightMentions wraps @names in text outside code and links.
+function highlightMentions(root, { me } = {}) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+    acceptNode: (n) => (n.parentElement && n.parentElement.closest('code, pre, a') ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+  });
+  const nodes = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n.nodeValue.includes('@')) nodes.push(n);
+  for (const n of nodes) {
+    const text = n.nodeValue;
+    const out = [];
+    let last = 0;
+    MENTION.lastIndex = 0;
+    let m;
+    while ((m = MENTION.exec(text))) {
+      const start = m.index + m[1].length;
+      let name = m[2];
+      while (/[.-]$/.test(name)) name = name.slice(0, -1);
+      out.push(text.slice(last, start), mentionEl(name, me));
+      last = start + 1 + name.length;
+      MENTION.lastIndex = last;
     }
+    if (!out.length) continue;
+    out.push(text.slice(last));
+    n.replaceWith(...out.filter((x) => x !== ''));
   }
-  out.push(text.slice(last));
-  return out.filter((x) => x !== '');
 }
 
-function trimUrl(raw) {
-  let url = raw;
-  let tail = '';
-  // Trailing punctuation belongs to the sentence, and a ")" only to the URL if balanced.
-  for (;;) {
-    const c = url.slice(-1);
-    if (/[.,;:!?'"*_]/.test(c)) { tail = c + tail; url = url.slice(0, -1); continue; }
-    if (c === ')' && (url.match(/\(/g) || []).length < (url.match(/\)/g) || []).length) { tail = c + tail; url = url.slice(0, -1); continue; }
-    break;
-  }
-  return { url, tail };
-}
-
-function link(url) {
-  let u;
-  try { u = new URL(url); } catch { return null; }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') return null;
-  return h('a', { href: u.href, target: '_blank', rel: 'noopener noreferrer' }, url);
-}
-
-function mention(name, { me } = {}) {
+function mentionEl(name, me) {
   const lower = name.toLowerCase();
   const isAgent = lower.includes('/');
   const owner = lower.split('/')[0];
@@ -148,19 +187,9 @@ function mention(name, { me } = {}) {
   return h('span', { class: cls, dataset: { mention: lower } }, '@' + name);
 }
 
-// Agent handles mentioned in text outside code and quotes (for the composer
-// hint; the hub's parser decides for real).
-export function agentMentions(text) {
-  const found = [];
-  for (const b of blocks(String(text || ''))) {
-    if (b.kind !== 'text') continue;
-    const stripped = b.text.replace(/(`+)[\s\S]*?\1/g, ' ');
-    const re = /(^|[^\w@/`\\])@([a-z0-9][a-z0-9_.-]*)\/([a-z0-9][a-z0-9_.-]*)/gi;
-    let m;
-    while ((m = re.exec(stripped))) {
-      const handle = `${m[2]}/${m[3].replace(/[.-]+$/, '')}`.toLowerCase();
-      if (!found.includes(handle)) found.push(handle);
-    }
-  }
-  return found;
+// plainText is the text a message reads as without markup (notification
+// bodies, search snippets, thread previews).
+export function plainText(text, max = 160) {
+  const t = render(text).textContent.replace(/\s+/g, ' ').trim();
+  return t.length > max ? t.slice(0, max - 1) + '…' : t;
 }

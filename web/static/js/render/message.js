@@ -5,6 +5,10 @@ import { h, avatar, fmtTime, fmtFull, fmtDay, shortTurn } from '../dom.js';
 import { render } from './markdown.js';
 import { renderReceipts } from '../receipts.js';
 import { state } from '../store.js';
+import { filesEl } from './files.js';
+import { reactionsEl } from './reactions.js';
+import { threadLineEl } from './threadline.js';
+import { actionsEl } from './actions.js';
 
 // Agent output is collapsed when the hub marks it (kind "tool" or
 // "progress"), when its text starts with a tool marker, or when it is long.
@@ -29,9 +33,19 @@ function collapsible(m) {
 
 function body(m) {
   const el = h('div', { class: 'message-body' });
+  if (m.deleted) {
+    const by = m.deletedBy && m.deletedBy !== m.author ? ` by @${m.deletedBy}` : '';
+    el.append(h('p', { class: 'message-tombstone' }, `This message was deleted${by}.`));
+    return el;
+  }
   const kind = collapsible(m);
   if (!kind) {
-    el.append(render(m.text, { me: state.me?.name }));
+    if (m.text) el.append(render(m.text, { me: state.me?.name }));
+    if (m.editedAt) {
+      // At the end of the last paragraph when there is one.
+      const last = el.querySelector('.md')?.lastElementChild;
+      (last && last.tagName === 'P' ? last : el).append(edited(m));
+    }
     return el;
   }
   const text = String(m.text || '');
@@ -45,7 +59,12 @@ function body(m) {
       lines > 1 ? h('span', { class: 'collapsed-lines' }, `${lines} lines`) : null),
     h('div', { class: 'collapsed-body' }, render(text, { me: state.me?.name })));
   el.append(details);
+  if (m.editedAt) el.append(edited(m));
   return el;
+}
+
+function edited(m) {
+  return h('span', { class: 'message-edited', title: `edited ${fmtFull(m.editedAt)}` }, '(edited)');
 }
 
 function authorLabel(m) {
@@ -68,11 +87,11 @@ export function messageHead(m) {
  * messageEl(m, {compact}) — compact hides the avatar and name when the same
  * author continues within a few minutes.
  */
-export function messageEl(m, { compact = false } = {}) {
+export function messageEl(m, { compact = false, inThread = false } = {}) {
   const mine = m.authorKind === 'user' && m.author === state.me?.name;
   if (m.authorKind === 'system') {
     return h('div', { class: 'message message-system', role: 'article', dataset: { id: m.id, authorKind: 'system' } },
-      h('span', { class: 'message-system-text' }, render(m.text, { me: state.me?.name })),
+      h('span', { class: 'message-system-text' }, render(m.text, { me: state.me?.name, inline: true })),
       h('time', { class: 'message-time', datetime: m.createdAt, title: fmtFull(m.createdAt) }, fmtTime(m.createdAt)));
   }
   const receipts = h('ul', { class: 'receipts', 'aria-label': 'Delivery to agents', hidden: true });
@@ -81,13 +100,17 @@ export function messageEl(m, { compact = false } = {}) {
   const cls = ['message', `message-${m.authorKind}`];
   if (compact) cls.push('message-compact');
   if (mine) cls.push('message-mine');
+  if (m.deleted) cls.push('message-deleted');
+  if (m.partial) cls.push('message-partial');
   return h('article', {
     class: cls.join(' '),
-    dataset: { id: m.id, author: m.author, authorKind: m.authorKind, kind: m.kind || null },
+    dataset: { id: m.id, author: m.author, authorKind: m.authorKind, kind: m.kind || null, thread: m.thread || null, edited: m.editedAt ? 'true' : null, deleted: m.deleted ? 'true' : null },
     'aria-label': `${authorLabel(m)} at ${fmtTime(m.createdAt)}`,
   },
   h('div', { class: 'message-gutter' }, compact ? h('span', { class: 'message-time-hover' }, fmtTime(m.createdAt)) : avatar(m.author, m.authorKind)),
-  h('div', { class: 'message-main' }, head, body(m), receipts));
+  h('div', { class: 'message-main' }, head, body(m), m.deleted ? null : filesEl(m), m.deleted ? null : reactionsEl(m), receipts,
+    inThread ? null : threadLineEl(m)),
+  actionsEl(m, { inThread }));
 }
 
 export function daySeparator(iso) {

@@ -1,0 +1,149 @@
+package e2e_test
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/wheelhouse-dev/wheelhouse/hub"
+	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
+)
+
+// TestEventLogFull runs an embedded hub whose JetStream store is capped
+// (--nats-max-store) and fills it: writes are refused with 507
+// storage_full, /readyz says event-log-full (and keeps saying it), reads
+// still work, and a restart with room to grow takes writes again with
+// nothing lost.
+func TestEventLogFull(t *testing.T) {
+	h := testhub.Start(t, testhub.Options{NATSMaxStore: 256 << 10})
+	admin := h.Setup("root", "correct horse")
+	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "r"})
+	big := strings.Repeat("x", 15000)
+	var full testhub.Response
+	posted := 0
+	for ; posted < 100; posted++ {
+		full = admin.Do("POST", "/api/v1/rooms/r/messages", map[string]string{"text": fmt.Sprint(posted, big)})
+		if full.Status != 201 {
+			break
+		}
+	}
+	if full.Status != 507 || full.ErrCode() != "storage_full" || full.ErrReason() != "event-log-full" {
+		t.Fatalf("after %d posts: %d %s", posted, full.Status, full.Raw)
+	}
+	t.Run("NotReady", func(t *testing.T) {
+		// Across several of the hub's checks of the stream: it stays so.
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+			r := testhub.NewClient(t, h.URL()).Do("GET", "/readyz", nil)
+			if r.Status != 503 || r.Body["reason"] != "event-log-full" {
+				t.Fatalf("readyz %d %s", r.Status, r.Raw)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	t.Run("WritesRefused", func(t *testing.T) {
+		r := admin.Do("POST", "/api/v1/rooms/r/messages", map[string]string{"text": "small, still too much"})
+		if r.Status != 507 || r.ErrReason() != "event-log-full" {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+	})
+	t.Run("ReadsWork", func(t *testing.T) {
+		if n := len(roomTexts(t, admin, "r")); n != posted {
+			t.Fatalf("%d messages, want %d", n, posted)
+		}
+	})
+	t.Run("RestartWithRoom", func(t *testing.T) {
+		dir := h.DataDir
+		h.Stop()
+		h2 := testhub.Start(t, testhub.Options{DataDir: dir, NATSMaxStore: 4 << 20})
+		admin.Base = h2.URL()
+		if r := testhub.NewClient(t, h2.URL()).Do("GET", "/readyz", nil); r.Status != 200 {
+			t.Fatalf("readyz %d %s", r.Status, r.Raw)
+		}
+		admin.Post("r", "room again")
+		texts := roomTexts(t, admin, "r")
+		if len(texts) != posted+1 || texts[posted] != "room again" {
+			t.Fatalf("%d messages: %q", len(texts), shorten(texts))
+		}
+	})
+}
+
+// With an external NATS whose JetStream store fills, the hub refuses
+// writes with 507 and is not ready; when the operator makes room (here:
+// raises the server's max_file_store with a config reload, which
+// nats-server allows upward only), the next write goes through and the hub
+// is ready again, without a restart.
+func TestEventLogFullExternalRecovers(t *testing.T) {
+	ns, opts := startNATSWithStore(t, 256<<10)
+	h := testhub.Start(t, testhub.Options{NATS: ns})
+	admin := h.Setup("root", "correct horse")
+	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "r"})
+	big := strings.Repeat("x", 15000)
+	for i := 0; ; i++ {
+		r := admin.Do("POST", "/api/v1/rooms/r/messages", map[string]string{"text": big})
+		if r.Status == 201 && i < 100 {
+			continue
+		}
+		if r.Status != 507 || r.ErrReason() != "event-log-full" {
+			t.Fatalf("post %d: %d %s", i, r.Status, r.Raw)
+		}
+		break
+	}
+	if r := testhub.NewClient(t, h.URL()).Do("GET", "/readyz", nil); r.Status != 503 || r.Body["reason"] != "event-log-full" {
+		t.Fatalf("readyz %d %s", r.Status, r.Raw)
+	}
+
+	bigger := opts.Clone()
+	bigger.JetStreamMaxStore = 4 << 20
+	if err := ns.ReloadOptions(bigger); err != nil {
+		t.Fatal(err)
+	}
+	admin.Post("r", "room again")
+	testhub.WaitFor(t, 10*time.Second, "readyz 200", func() bool {
+		return testhub.NewClient(t, h.URL()).Do("GET", "/readyz", nil).Status == 200
+	})
+}
+
+// startNATSWithStore is testhub.StartNATS (deploy/nats.conf, fresh
+// secrets) with a cap on the JetStream store; it returns the options with
+// the ports the server took, for a config reload.
+func startNATSWithStore(t *testing.T, maxStore int64) (*testhub.NATS, *server.Options) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := hub.GenerateNATSSecrets(filepath.Join(dir, "secrets")); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "nats.conf")
+	if err := os.Symlink(testhub.RepoFile("deploy/nats.conf"), conf); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("WH_NATS_WEBSOCKET", "127.0.0.1:-1")
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.ServerName, opts.Host, opts.Port, opts.StoreDir = "test-nats", "127.0.0.1", -1, filepath.Join(dir, "js")
+	opts.NoSigs, opts.NoLog, opts.JetStreamMaxStore = true, true, maxStore
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(ns.Shutdown)
+	ws := ns.WebsocketURL()
+	opts.Port = ns.Addr().(*net.TCPAddr).Port
+	if u, err := url.Parse(ws); err == nil {
+		opts.Websocket.Port, _ = strconv.Atoi(u.Port())
+	}
+	return &testhub.NATS{Server: ns, URL: ns.ClientURL(), Websocket: ws, Secrets: filepath.Join(dir, "secrets", hub.HubAuthFile)}, opts
+}

@@ -1,0 +1,38 @@
+package hub
+
+import (
+	"testing"
+
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+// decodeMsg is the strict reading every bridge message gets.
+func TestDecodeMsg(t *testing.T) {
+	cases := []struct {
+		name, data string
+		ok         bool
+	}{
+		{"OK", `{"steerId":"s1","status":"queued"}`, true},
+		{"OKTrailingSpace", "{\"steerId\":\"s1\"} \n\t", true},
+		{"TrailingObject", `{"steerId":"s1"} {}`, false},
+		{"TrailingBrace", `{"steerId":"s1"}}`, false},
+		{"TrailingBracket", `{"steerId":"s1"}]`, false},
+		{"TrailingGarbage", `{"steerId":"s1"}x`, false},
+		{"TrailingNull", `{"steerId":"s1"} null`, false},
+		{"UnknownField", `{"steerId":"s1","sql":"drop"}`, false},
+		{"WrongType", `{"steerId":1}`, false},
+		{"NotAnObject", `["s1"]`, false},
+		{"Truncated", `{"steerId":"s1"`, false},
+		{"Empty", ``, false},
+		{"InvalidUTF8InString", "{\"steerId\":\"s1\",\"detail\":\"\xff\"}", false},
+		{"InvalidUTF8Outside", "{\"steerId\":\"s1\"}\xff", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var r wire.Receipt
+			if err := decodeMsg([]byte(c.data), &r); (err == nil) != c.ok {
+				t.Fatalf("decodeMsg(%q) = %v, want ok=%v", c.data, err, c.ok)
+			}
+		})
+	}
+}
