@@ -250,8 +250,15 @@ func TestStreamedMessageUpdatesInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	// This raw bridge holds alice's consent for #dev (as from its config)
+	// and answers the hub's consent request for it.
+	consent, err := nc.Subscribe(wire.ToBridge(creds.BridgeID, wire.KindConsent), func(m *nats.Msg) { m.Respond([]byte(`{"ok":true}`)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consent.Unsubscribe()
 	ann, _ := json.Marshal(wire.Announce{Version: wire.Version, Agents: []wire.AgentInfo{{Name: "writer", Harness: "openai", Status: wire.AgentWorking,
-		TurnID: "t1", TurnRoom: "dev", Policy: wire.DefaultPolicy()}}})
+		TurnID: "t1", TurnRoom: "dev", Policy: wire.DefaultPolicy(), Rooms: []wire.RoomGrant{{Room: "dev", Ceiling: "normal"}}}}})
 	if m, err := nc.Request(wire.FromBridge(creds.BridgeID, wire.KindAnnounce), ann, 10*time.Second); err != nil || !strings.Contains(string(m.Data), `"ok":true`) {
 		t.Fatalf("announce: %v %s", err, m.Data)
 	}
