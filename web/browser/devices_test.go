@@ -109,7 +109,7 @@ func (s *suite) phoneApproval(t *testing.T) {
 	decided := `#approval-tray .approval-card[data-agent="alice/demo"][data-status="approved"]`
 	ph.visible(t, decided)
 	ph.waitJS(t, "approved by alice's phone", fmt.Sprintf(`document.querySelector(%s).textContent.includes('Approved by @alice · phone')`, js(decided)))
-	s.bo.waitJS(t, "the deletion reported", messageJS(demo, "deleted notes.txt"))
+	testhub.WaitFor(t, 20*time.Second, "the deletion run", func() bool { return ranTimes(t, s.alice, "dev", "delete_file notes.txt") > 0 })
 	if n := ranTimes(t, s.alice, "dev", "delete_file notes.txt"); n != 1 {
 		t.Fatalf("the approved call ran %d times", n)
 	}
@@ -212,7 +212,7 @@ func TestPasskeyApproval(t *testing.T) {
 	decided := `#approval-tray .approval-card[data-agent="alice/demo"][data-status="approved"]`
 	a.visible(t, decided)
 	a.waitJS(t, "approved with the passkey", fmt.Sprintf(`document.querySelector(%s).textContent.includes('Approved by @alice · security key')`, js(decided)))
-	a.waitJSFor(t, 20*time.Second, "the deletion reported", messageJS(demo, "deleted old.log"))
+	testhub.WaitFor(t, 20*time.Second, "the deletion run", func() bool { return ranTimes(t, alice, "dev", "delete_file old.log") == 1 })
 	if !strings.Contains(br.Out(), `signed by device "security key"`) {
 		t.Fatalf("the bridge did not verify the passkey's assertion:\n%s", br.Out())
 	}
@@ -224,7 +224,7 @@ func TestPasskeyApproval(t *testing.T) {
 func ranTimes(t *testing.T, c *testhub.Client, room, call string) int {
 	t.Helper()
 	n := 0
-	for _, m := range testhub.AsList(c.Must(200, "GET", "/api/v1/rooms/"+room+"/messages?limit=200", nil).Body["messages"]) {
+	for _, m := range testhub.AsList(c.Must(200, "GET", "/api/v1/rooms/"+room+"/messages?limit=200&include=replies", nil).Body["messages"]) {
 		if m["author"] == demo && m["text"] == call {
 			n++
 		}
