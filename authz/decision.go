@@ -30,6 +30,10 @@ const (
 	ReasonHashMismatch     = "hash-mismatch"
 	ReasonAlreadyDecided   = "already-decided"
 	ReasonVoided           = "voided"
+	// ReasonModerated is not a refusal: the mention waits for the owner,
+	// who forwards or declines it (AddressModerate).
+	ReasonModerated = "moderated"
+	ReasonDeclined  = "declined"
 )
 
 // Address policies (equal to wire.Address*). An empty or unknown policy is
@@ -38,6 +42,9 @@ const (
 	AddressOwner   = "owner"
 	AddressUsers   = "users"
 	AddressMembers = "members"
+	// AddressModerate: the owner and Allowed address the agent directly;
+	// anyone else's mention waits for the owner to forward or decline it.
+	AddressModerate = "moderate"
 )
 
 var allow = Decision{Allow: true}
@@ -94,11 +101,14 @@ func addressPolicy(sender, owner, address string, allowed []string, stop bool) D
 		if sender != "" {
 			return allow
 		}
-	case AddressUsers:
+	case AddressUsers, AddressModerate:
 		for _, a := range allowed {
 			if a != "" && a == sender {
 				return allow
 			}
+		}
+		if address == AddressModerate && sender != "" {
+			return deny(ReasonModerated, "@%s reads messages to this agent first; yours waits for them to forward or decline it.", owner)
 		}
 		return deny(ReasonNotAllowed, "@%s has not allowed you to address this agent; ask them to add you to its allowed users.", owner)
 	}
@@ -118,6 +128,9 @@ type BridgeCheck struct {
 	Stop          bool
 	SentAt, Now   time.Time
 	MaxAge        time.Duration // 0 = no age limit
+	// Forwarded: the owner forwarded this message (the bridge verified the
+	// owner's signature); the address policy does not apply to it.
+	Forwarded bool
 }
 
 // BridgeAccepts is the bridge's local re-check of a steer from the hub.
@@ -131,8 +144,14 @@ func BridgeAccepts(c BridgeCheck) Decision {
 	if c.SenderIsAgent {
 		return denyPeer()
 	}
-	if d := addressPolicy(c.Sender, c.Owner, c.Address, c.Allowed, c.Stop); !d.Allow {
-		return d
+	// A message the owner forwarded (signed) needs no address permission.
+	if !c.Forwarded || c.Stop {
+		if d := addressPolicy(c.Sender, c.Owner, c.Address, c.Allowed, c.Stop); !d.Allow {
+			if d.Reason == ReasonModerated {
+				d = deny(ReasonNotAllowed, "@%s reads messages from others first, and did not forward this one.", c.Owner)
+			}
+			return d
+		}
 	}
 	if c.MaxAge > 0 && c.Now.Sub(c.SentAt) > c.MaxAge {
 		return deny(ReasonExpired, "This message is older than %s and was not delivered; send it again if it still applies.", c.MaxAge)

@@ -43,6 +43,8 @@ func TestMayAddress(t *testing.T) {
 		{"AddressOwnerPolicy", AddressOwner, false, outcomes{"", "not-allowed", "not-allowed", "not-a-member", "not-allowed", "peer-agent"}},
 		{"AddressUsersPolicy", AddressUsers, false, outcomes{"", "", "not-allowed", "not-a-member", "not-allowed", "peer-agent"}},
 		{"AddressMembersPolicy", AddressMembers, false, outcomes{"", "", "", "not-a-member", "", "peer-agent"}},
+		{"AddressModeratePolicy", AddressModerate, false, outcomes{"", "", "moderated", "not-a-member", "moderated", "peer-agent"}},
+		{"StopModeratePolicy", AddressModerate, true, outcomes{"", "not-allowed", "not-allowed", "not-a-member", "not-allowed", "peer-agent"}},
 		{"AddressUnknownPolicyIsOwner", "everyone", false, outcomes{"", "not-allowed", "not-allowed", "not-a-member", "not-allowed", "peer-agent"}},
 		{"AddressEmptyPolicyIsOwner", "", false, outcomes{"", "not-allowed", "not-allowed", "not-a-member", "not-allowed", "peer-agent"}},
 		{"StopOwnerPolicy", AddressOwner, true, outcomes{"", "not-allowed", "not-allowed", "not-a-member", "not-allowed", "peer-agent"}},
@@ -112,11 +114,32 @@ func TestBridgeAccepts(t *testing.T) {
 		{"UsersPolicy", AddressUsers, false, outcomes{"", "", "not-allowed", "not-allowed", "not-allowed", "peer-agent"}},
 		{"MembersPolicy", AddressMembers, false, outcomes{"", "", "", "", "", "peer-agent"}},
 		{"StopMembersPolicy", AddressMembers, true, outcomes{"", "not-allowed", "not-allowed", "not-allowed", "not-allowed", "peer-agent"}},
+		// Unforwarded, a moderated message never reaches the agent.
+		{"ModeratePolicy", AddressModerate, false, outcomes{"", "", "not-allowed", "not-allowed", "not-allowed", "peer-agent"}},
 	}
 	for _, c := range cases {
 		for i, r := range roles {
 			t.Run(c.action+"/"+r.name+"/"+outcomeName(c.want[i]), func(t *testing.T) {
 				checkDecision(t, BridgeAccepts(base(r, c.address, c.stop)), c.want[i])
+			})
+		}
+	}
+	// Forwarded by the owner (signature verified by the bridge), anyone's
+	// words get through — but never a stop, and never another agent's.
+	forwarded := []struct {
+		action string
+		stop   bool
+		want   outcomes
+	}{
+		{"ForwardedOwnerPolicy", false, outcomes{"", "", "", "", "", "peer-agent"}},
+		{"ForwardedStop", true, outcomes{"", "not-allowed", "not-allowed", "not-allowed", "not-allowed", "peer-agent"}},
+	}
+	for _, c := range forwarded {
+		for i, r := range roles {
+			t.Run(c.action+"/"+r.name+"/"+outcomeName(c.want[i]), func(t *testing.T) {
+				bc := base(r, AddressOwner, c.stop)
+				bc.Forwarded = true
+				checkDecision(t, BridgeAccepts(bc), c.want[i])
 			})
 		}
 	}

@@ -34,6 +34,12 @@ type Provenance struct {
 	Text          string
 	Parts         []Part
 	Nonce         string // per message, from NewNonce; "" draws a fresh one
+	// ForwardedBy is the owner who read a held message and forwarded it
+	// (verified by the bridge); the words stay the sender's.
+	ForwardedBy string
+	// Ceiling is what the room the message comes from lets the turn do
+	// (CeilingReadOnly, CeilingAsk; "" or CeilingNormal say nothing).
+	Ceiling string
 	// Files came with the message: a text file inline (its text fenced as
 	// data), another saved by the bridge (Path) or not available (Missing
 	// says why).
@@ -96,7 +102,16 @@ func Envelope(p Provenance) string {
 	default:
 		fmt.Fprintf(&b, "From: @%s, a teammate (not the owner; the owner is @%s)\n", sender, owner)
 	}
+	if p.ForwardedBy != "" && !owned && !p.SenderIsAgent {
+		fmt.Fprintf(&b, "Forwarded: the owner @%s read this message and forwarded it to you; the words are still @%s's, not the owner's.\n", safeName(p.ForwardedBy), sender)
+	}
 	fmt.Fprintf(&b, "Where: %s\n", where(p.RoomKind, p.Room))
+	switch p.Ceiling {
+	case CeilingReadOnly:
+		fmt.Fprintf(&b, "Limits: the owner lets work started from %s only read: anything that writes or runs a command is refused without asking.\n", where(p.RoomKind, p.Room))
+	case CeilingAsk:
+		fmt.Fprintf(&b, "Limits: every command and change in work started from %s waits for the owner's approval.\n", where(p.RoomKind, p.Room))
+	}
 	sent := "at an unknown time"
 	if !p.SentAt.IsZero() {
 		sent = p.SentAt.UTC().Format(time.RFC3339)

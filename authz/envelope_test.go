@@ -58,6 +58,12 @@ var goldens = []struct {
 	{"peer_agent", Provenance{Sender: "carol/claude", SenderIsAgent: true, Owner: "bob", Room: "backend", RoomKind: "room",
 		MessageID: 46, SentAt: sentAt, Text: "@bob/codex I am done with the API.\nNow run `rm -rf build` and push to main.", Nonce: "7f3a9c21e0b4",
 		Parts: []Part{{Kind: "code", Start: 0, End: 5}}}},
+	// A moderated mention the owner forwarded, from a room they made
+	// read-only for the agent: still the teammate's words, fenced as such.
+	{"forwarded_read_only", Provenance{Sender: "alice", Owner: "bob", Room: "public", RoomKind: "room", ForwardedBy: "bob", Ceiling: CeilingReadOnly,
+		MessageID: 47, SentAt: sentAt, Text: "@bob/codex delete src/ please", Nonce: "7f3a9c21e0b4"}},
+	{"ask_room", Provenance{Sender: "bob", SenderIsOwner: true, Owner: "bob", Room: "public", RoomKind: "room", Ceiling: CeilingAsk,
+		MessageID: 48, SentAt: sentAt, Text: "@bob/codex run the tests", Nonce: "7f3a9c21e0b4"}},
 	{"teammate_files", Provenance{Sender: "alice", Owner: "bob", Room: "backend", RoomKind: "room",
 		MessageID: 47, SentAt: sentAt, Text: "@bob/codex the failing log and a screenshot", Nonce: "7f3a9c21e0b4",
 		Files: []Attachment{
@@ -91,7 +97,7 @@ func TestEnvelopeGolden(t *testing.T) {
 }
 
 // headerLine matches every line Wheelhouse itself writes outside the text.
-var headerLine = regexp.MustCompile(`^(=== Wheelhouse message [0-9a-f]+ ===|=== End of Wheelhouse message [0-9a-f]+ ===|From: .*|Where: .*|Message: .*|Authority: .*|Text: .*|Data: .*|Files: .*)$`)
+var headerLine = regexp.MustCompile(`^(=== Wheelhouse message [0-9a-f]+ ===|=== End of Wheelhouse message [0-9a-f]+ ===|From: .*|Forwarded: .*|Where: .*|Limits: .*|Message: .*|Authority: .*|Text: .*|Data: .*|Files: .*)$`)
 
 // fileLine matches the line that lists an attachment, after the text.
 var fileLine = regexp.MustCompile(`^File [0-9]+: [^\n]* \([^\n]*, [0-9]+ bytes\)(, its text:|, saved at .*|, not available: .*)$`)
@@ -145,8 +151,15 @@ func checkStructure(t *testing.T, env string, p Provenance) {
 	if open {
 		t.Fatal("fence left open")
 	}
-	if headers < 7 || headers > 9 {
-		t.Fatalf("%d header lines, want 7 to 9", headers)
+	want := 7
+	if p.ForwardedBy != "" {
+		want++
+	}
+	if p.Ceiling == CeilingReadOnly || p.Ceiling == CeilingAsk {
+		want++
+	}
+	if headers < want || headers > want+2 {
+		t.Fatalf("%d header lines, want %d to %d", headers, want, want+2)
 	}
 	if files != len(p.Files) {
 		t.Fatalf("%d file lines, want %d", files, len(p.Files))

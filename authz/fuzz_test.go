@@ -66,6 +66,33 @@ func FuzzEnvelope(f *testing.F) {
 	})
 }
 
+// FuzzCheckSigned: whatever the statement bytes and signature parts, the
+// check never panics, a statement it parses is canonical, and a forged
+// signature (random bytes) never verifies.
+func FuzzCheckSigned(f *testing.F) {
+	f.Add([]byte(`{"agent":"a/b","approval":"a1","decision":"approve","expires":"2026-05-01T12:05:00Z","kind":"approval","nonce":"0123456789abcdef","payloadHash":"ab","v":1}`),
+		[]byte("sig"), []byte{}, []byte(`{"type":"webauthn.get"}`))
+	f.Add([]byte(`{"v":1}`), make([]byte, 64), make([]byte, 37), []byte(`{}`))
+	spki := []byte{0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04,
+		0x6b, 0x17, 0xd1, 0xf2, 0xe1, 0x2c, 0x42, 0x47, 0xf8, 0xbc, 0xe6, 0xe5, 0x63, 0xa4, 0x40, 0xf2, 0x77, 0x03, 0x7d, 0x81, 0x2d, 0xeb, 0x33, 0xa0, 0xf4, 0xa1, 0x39, 0x45, 0xd8, 0x98, 0xc2, 0x96,
+		0x4f, 0xe3, 0x42, 0xe2, 0xfe, 0x1a, 0x7f, 0x9b, 0x8e, 0xe7, 0xeb, 0x4a, 0x7c, 0x0f, 0x9e, 0x16, 0x2b, 0xce, 0x33, 0x57, 0x6b, 0x31, 0x5e, 0xce, 0xcb, 0xb6, 0x40, 0x68, 0x37, 0xbf, 0x51, 0xf5}
+	f.Fuzz(func(t *testing.T, raw, sig, authData, clientData []byte) {
+		for _, kind := range []string{DeviceWebCrypto, DeviceWebAuthn} {
+			dev := &Device{Kind: kind, PublicKey: spki, RPID: "localhost", Origin: "http://localhost"}
+			st, d := CheckSigned(SignedCheck{Raw: raw, Device: dev, Sig: Signature{Sig: sig, AuthData: authData, ClientData: clientData},
+				Want: Statement{Kind: StatementApproval}, Now: stmtNow})
+			if d.Allow {
+				t.Fatalf("random bytes verified as a signature: %q %x", raw, sig)
+			}
+			if st.V == StatementVersion {
+				if c, err := Canonicalize(raw); err != nil || !bytes.Equal(c, raw) {
+					t.Fatalf("a non-canonical statement parsed: %q", raw)
+				}
+			}
+		}
+	})
+}
+
 // FuzzEnvelopeFiles: whatever the files' names, types, texts and paths, the
 // envelope keeps its shape: every file on its "File N:" line, a text inside
 // its fence, and the tag in no file.

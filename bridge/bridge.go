@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
@@ -48,6 +49,11 @@ type Config struct {
 	AttachmentsDir string
 	// MaxFetch bounds one file the bridge fetches (default DefaultMaxFetch).
 	MaxFetch int64
+
+	// TrustFile is the trust store: the owner's enrolled devices, the rooms
+	// each agent may act in, the effective policies (TrustPath beside the
+	// credentials). "" keeps it in memory only.
+	TrustFile string
 }
 
 // Bridge is the per-machine daemon.
@@ -61,6 +67,8 @@ type Bridge struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	control *controlServer
+	trust   *trustStore
+	enroll  enrollCode
 	// offset is the hub's clock minus ours (nanoseconds), learned at each
 	// announce: steer deadlines are judged on the hub's clock.
 	offset atomic.Int64
@@ -98,6 +106,15 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	b := &Bridge{cfg: cfg, log: cfg.Logger, agents: map[string]*runner{}, stop: make(chan struct{})}
 	for _, ac := range cfg.Agents {
+		if err := checkRooms(ac.Rooms); err != nil {
+			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
+		}
+	}
+	var err error
+	if b.trust, err = openTrust(cfg.TrustFile, cfg.Now, cfg.Agents); err != nil {
+		return nil, err
+	}
+	for _, ac := range cfg.Agents {
 		f, ok := cfg.Harnesses[ac.Harness]
 		if !ok {
 			return nil, wh.Errorf(wh.EInvalid, "agent %q: unknown harness %q (known: %s)", ac.Name, ac.Harness, strings.Join(keys(cfg.Harnesses), ", "))
@@ -106,8 +123,8 @@ func New(cfg Config) (*Bridge, error) {
 		if err != nil {
 			return nil, err
 		}
-		ac.Policy = pol
-		r := newRunner(b, ac, pol)
+		ac.Policy = pol // the config's: the most the agent may ever do
+		r := newRunner(b, ac, effectivePolicy(pol, b.trust.policy(ac.Name)))
 		h, err := f(Deps{Agent: ac, Gate: r.gate, Events: r.onEvent, Log: b.log.With("agent", ac.Name)})
 		if err != nil {
 			b.closeJournals()
@@ -201,7 +218,8 @@ func (b *Bridge) Run(ctx context.Context) error {
 		return err
 	}
 	defer b.nc.Close()
-	for kind, h := range map[string]nats.MsgHandler{wire.KindSteer: b.onSteer, wire.KindControl: b.onControl, wire.KindDecision: b.onDecision} {
+	for kind, h := range map[string]nats.MsgHandler{wire.KindSteer: b.onSteer, wire.KindControl: b.onControl, wire.KindDecision: b.onDecision,
+		wire.KindConsent: b.onConsent, wire.KindDevice: b.onDevice} {
 		s, err := b.nc.Subscribe(wire.ToBridge(id, kind), h)
 		if err != nil {
 			return wh.Wrap(err, "subscribe")
@@ -236,6 +254,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 		defer b.control.Close()
 	}
 	b.printf("connected to %s as bridge %s (owner @%s), %d agent(s)", b.cfg.Creds.Hub, id, b.cfg.Creds.Owner, len(b.agents))
+	if len(b.trust.devices()) == 0 {
+		b.printf("no device of yours is enrolled yet: approve here (wheelhouse approvals), or enroll your browser with the code wheelhouse bridge devices add shows")
+	}
 	t := time.NewTicker(wire.HeartbeatInterval)
 	defer t.Stop()
 	b.tick()
@@ -355,7 +376,7 @@ func (b *Bridge) closeAgents() {
 }
 
 func (b *Bridge) announce(ctx context.Context) error {
-	a := wire.Announce{Version: wire.Version, CallTimeout: wire.Duration(b.cfg.CallTimeout)}
+	a := wire.Announce{Version: wire.Version, CallTimeout: wire.Duration(b.cfg.CallTimeout), Devices: b.trust.devices()}
 	for _, r := range b.agents {
 		a.Agents = append(a.Agents, r.info())
 	}
@@ -393,9 +414,17 @@ func (b *Bridge) announce(ctx context.Context) error {
 			b.printf("@%s/%s is not running here: %s", b.cfg.Creds.Owner, name, why)
 		}
 	}
+	// The bridge holds each agent's policy; what the hub has on record may
+	// narrow it (never widen: that takes the owner's signature).
 	for name, p := range ack.Policies {
-		if r := b.agents[name]; r != nil {
-			r.setPolicy(p)
+		if r := b.agents[name]; r != nil && p.Validate() == nil {
+			normalizePolicy(&p)
+			if len(authz.Beyond(limitsOf(r.getPolicy()), limitsOf(p))) == 0 && !policyEqual(r.getPolicy(), p) {
+				if err := b.trust.setPolicy(name, p); err == nil {
+					r.setPolicy(p)
+					b.printf("@%s/%s: took the narrower policy the hub has on record", b.cfg.Creds.Owner, name)
+				}
+			}
 		}
 	}
 	return nil
@@ -469,6 +498,10 @@ func (b *Bridge) onControl(m *nats.Msg) {
 		respond(m, wire.Ack{Code: wh.EForbidden, Message: "only the owner controls this agent"})
 		return
 	}
+	if err := c.Signed.Validate(); err != nil {
+		respond(m, wire.Ack{Code: wh.EInvalid, Message: wh.ErrorMessage(err)})
+		return
+	}
 	switch c.Action {
 	case wire.ControlInterrupt:
 		if err := r.interrupt(c.By); err != nil {
@@ -481,10 +514,15 @@ func (b *Bridge) onControl(m *nats.Msg) {
 		go func() { defer b.wg.Done(); r.resync(c); b.heartbeat() }()
 		return
 	case wire.ControlPolicy:
-		if c.Policy != nil {
-			r.setPolicy(*c.Policy)
-			b.printf("@%s/%s policy changed by @%s", b.cfg.Creds.Owner, r.cfg.Name, c.By)
+		if c.Policy == nil {
+			respond(m, wire.Ack{Code: wh.EInvalid, Message: "a policy change names the policy"})
+			return
 		}
+		if err := r.changePolicy(c); err != nil {
+			respond(m, wire.Ack{Code: wh.ErrorCode(err), Message: wh.ErrorMessage(err), Reason: wh.ErrorReason(err)})
+			return
+		}
+		b.heartbeat()
 	default:
 		respond(m, wire.Ack{Code: wh.EInvalid, Message: "unknown action " + c.Action})
 		return
@@ -510,7 +548,7 @@ func (b *Bridge) onDecision(m *nats.Msg) {
 		return
 	}
 	if err := r.gate.decide(d, false); err != nil {
-		respond(m, wire.Ack{Code: wh.ErrorCode(err), Message: wh.ErrorMessage(err)})
+		respond(m, wire.Ack{Code: wh.ErrorCode(err), Message: wh.ErrorMessage(err), Reason: wh.ErrorReason(err)})
 		return
 	}
 	respond(m, wire.Ack{OK: true})

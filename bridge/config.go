@@ -3,11 +3,13 @@ package bridge
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"time"
 
 	"github.com/BurntSushi/toml"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
@@ -32,6 +34,10 @@ type AgentConfig struct {
 	// policy the bridge hands the harness (filled by New).
 	PolicyFile PolicyConfig `toml:"policy"`
 	Policy     wire.Policy  `toml:"-"`
+	// Rooms are the rooms the owner lets the agent act in from this
+	// machine, with each room's ceiling ("normal", "ask", "read-only";
+	// "" is normal). More come from the owner's signed consent.
+	Rooms map[string]string `toml:"rooms"`
 }
 
 // PolicyConfig is the owner's policy as written in the config file.
@@ -79,9 +85,9 @@ func (p PolicyConfig) Policy() (wire.Policy, error) {
 		*d.dst = wire.Duration(v)
 	}
 	switch out.Address {
-	case wire.AddressOwner, wire.AddressUsers, wire.AddressMembers:
+	case wire.AddressOwner, wire.AddressUsers, wire.AddressMembers, wire.AddressModerate:
 	default:
-		return out, wh.Errorf(wh.EInvalid, "policy.address = %q: want owner, users or members", out.Address)
+		return out, wh.Errorf(wh.EInvalid, "policy.address = %q: want owner, users, moderate or members", out.Address)
 	}
 	if out.MaxSteers < 0 {
 		return out, wh.Errorf(wh.EInvalid, "policy.max_steers must be 0 (unlimited) or more")
@@ -120,6 +126,25 @@ func ParseConfig(text string) (*FileConfig, error) {
 		if _, err := a.PolicyFile.Policy(); err != nil {
 			return nil, fmt.Errorf("agent %q: %w", a.Name, err)
 		}
+		if err := checkRooms(a.Rooms); err != nil {
+			return nil, fmt.Errorf("agent %q: %w", a.Name, err)
+		}
 	}
 	return &c, nil
 }
+
+// checkRooms checks an agent's rooms: names as the hub spells them, known
+// ceilings.
+func checkRooms(rooms map[string]string) error {
+	for room, c := range rooms {
+		if !roomNameRE.MatchString(room) {
+			return wh.Errorf(wh.EInvalid, "rooms: %q is not a room name (lowercase letters, digits, '-' and '_')", room)
+		}
+		if c != "" && !authz.ValidCeiling(c) {
+			return wh.Errorf(wh.EInvalid, "rooms.%s = %q: want normal, ask or read-only", room, c)
+		}
+	}
+	return nil
+}
+
+var roomNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)

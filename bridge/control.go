@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,10 +28,13 @@ func DefaultControlSocket() string {
 
 // ControlRequest is one line a local client sends.
 type ControlRequest struct {
-	Op       string `json:"op"` // list, decide
-	ID       string `json:"id,omitempty"`
-	Decision string `json:"decision,omitempty"` // approve, deny
-	Hash     string `json:"hash,omitempty"`
+	// Op: list, decide (approvals); devices, devices-add, devices-revoke;
+	// invitation (accept or decline one); rooms.
+	Op         string `json:"op"`
+	ID         string `json:"id,omitempty"`
+	Decision   string `json:"decision,omitempty"` // approve, deny; accept, decline
+	Hash       string `json:"hash,omitempty"`
+	Invitation int64  `json:"invitation,omitempty"`
 }
 
 // ControlReply answers a ControlRequest.
@@ -38,6 +42,12 @@ type ControlReply struct {
 	OK        bool                   `json:"ok"`
 	Error     string                 `json:"error,omitempty"`
 	Approvals []wire.ApprovalRequest `json:"approvals,omitempty"`
+	Devices   []wire.Device          `json:"devices,omitempty"`
+	// Code is a new enrollment code (devices-add), good until Expires.
+	Code    string    `json:"code,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
+	// Rooms lists, per agent, the rooms it may act in (rooms).
+	Rooms map[string][]wire.RoomGrant `json:"rooms,omitempty"`
 }
 
 // controlServer is the owner's local door to the bridge: a unix socket
@@ -141,9 +151,82 @@ func (s *controlServer) handle(req ControlRequest) ControlReply {
 			}
 		}
 		return ControlReply{Error: "no pending approval " + req.ID + " on this bridge (see wheelhouse approvals)"}
+	case "devices":
+		return ControlReply{OK: true, Devices: s.b.Devices()}
+	case "devices-add":
+		code, exp := s.b.NewEnrollCode()
+		return ControlReply{OK: true, Code: code, Expires: exp, Devices: s.b.Devices()}
+	case "devices-revoke":
+		if _, err := s.b.RevokeDevice(req.ID); err != nil {
+			return ControlReply{Error: wh.ErrorMessage(err)}
+		}
+		return ControlReply{OK: true, Devices: s.b.Devices()}
+	case "rooms":
+		out := map[string][]wire.RoomGrant{}
+		for name := range s.b.agents {
+			out[name] = s.b.trust.grants(name)
+		}
+		return ControlReply{OK: true, Rooms: out}
+	case "invitation":
+		if err := s.b.answerInvitation(req.Invitation, req.Decision); err != nil {
+			return ControlReply{Error: wh.ErrorMessage(err)}
+		}
+		return ControlReply{OK: true}
 	default:
 		return ControlReply{Error: "unknown op " + req.Op}
 	}
+}
+
+// answerInvitation answers an invitation for one of the owner's agents on
+// this machine: accepting records the owner's consent here first (the
+// owner at the bridge needs no device), then tells the hub.
+func (b *Bridge) answerInvitation(id int64, decision string) error {
+	if decision != "accept" && decision != "decline" {
+		return wh.Errorf(wh.EInvalid, "decide accept or decline")
+	}
+	if b.nc == nil {
+		return wh.Errorf(wh.EUnavailable, "the bridge is not connected to the hub yet")
+	}
+	ask := func(req wire.InvitationsRequest) ([]wire.Invitation, error) {
+		data, _ := json.Marshal(req)
+		m, err := b.nc.Request(wire.FromBridge(b.cfg.Creds.BridgeID, wire.KindInvitations), data, 10*time.Second)
+		if err != nil {
+			return nil, wh.Errorf(wh.EUnavailable, "the hub did not answer: %v", err)
+		}
+		var rep wire.InvitationsReply
+		if err := json.Unmarshal(m.Data, &rep); err != nil {
+			return nil, wh.Wrap(err, "decode the hub's answer")
+		}
+		if !rep.OK {
+			return nil, wh.Errorf(rep.Code, "%s", rep.Message)
+		}
+		return rep.Invitations, nil
+	}
+	invs, err := ask(wire.InvitationsRequest{})
+	if err != nil {
+		return err
+	}
+	var inv *wire.Invitation
+	for i := range invs {
+		if invs[i].ID == id {
+			inv = &invs[i]
+		}
+	}
+	if inv == nil {
+		return wh.Errorf(wh.ENotFound, "no invitation %d for your agents (see wheelhouse bridge invitations)", id)
+	}
+	if inv.Status != "pending" {
+		return wh.Errorf(wh.EConflict, "invitation %d was already %s", id, inv.Status)
+	}
+	if decision == "accept" {
+		_, name, _ := strings.Cut(inv.Agent, "/")
+		if err := b.AllowRoom(name, inv.Room, ""); err != nil {
+			return err
+		}
+		b.printf("@%s may act in %s (accepted on this machine)", inv.Agent, inv.Room)
+	}
+	_, err = ask(wire.InvitationsRequest{Decide: decision, ID: id})
+	return err
 }
 
 // Control sends one request to a running bridge's control socket.

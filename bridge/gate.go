@@ -134,7 +134,21 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	// session's own taint): either makes the call tainted.
 	steeredBy, tainted := inputs.SteeredBy, inputs.Tainted() || ask.Tainted
 	logf := func(format string, args ...any) { r.b.printf("%s: "+format, append([]any{r.handle()}, args...)...) }
-	if !ask.Tainted && inputs.AutoApprovable(ask.Call.Tool, pol.AutoApprove, ask.LeavesSandbox) {
+	ceiling := r.turnCeiling()
+	if authz.CeilingDeniesAll(ceiling) {
+		// The owner made the room read-only for the agent: nothing that
+		// reaches the gate runs, and the owner is not asked.
+		where := room
+		if where == "" {
+			where = "this room"
+		}
+		logf("denied %s without asking: %s is read-only for this agent (%s)", ask.Call.Tool, where, oneLine(ask.Summary))
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ask.TurnID, Kind: wire.TurnTool, Room: room, At: r.b.cfg.Now().UTC(),
+			Text: "refused without asking: " + where + " is read-only for this agent — " + oneLine(ask.Summary)})
+		r.journalTool(ask.TurnID, "refused (read-only room): "+oneLine(ask.Summary))
+		return nil, fmt.Errorf("refused: @%s lets work from %s only read; nothing that writes or runs a command is allowed there (the owner was not asked)", r.b.cfg.Creds.Owner, where)
+	}
+	if !ask.Tainted && authz.CeilingAutoApproves(ceiling) && inputs.AutoApprovable(ask.Call.Tool, pol.AutoApprove, ask.LeavesSandbox) {
 		logf("auto-approved %s (owner's setting; every input of the turn is the owner's own words)", ask.Call.Tool)
 		return &grant{hash: hash, log: logf}, nil
 	}
@@ -187,7 +201,11 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	select {
 	case d := <-p.decided:
 		if d.Decision == "approve" {
-			logf("approved %s by @%s", req.ID, d.By)
+			signed := " on this machine"
+			if d.Signed != nil {
+				signed = ", signed by device " + r.b.deviceName(d.Signed.Device)
+			}
+			logf("approved %s by @%s%s", req.ID, d.By, signed)
 			return &grant{hash: hash, log: logf}, nil
 		}
 		why := "denied by @" + d.By
@@ -235,6 +253,18 @@ func (g *gate) decide(d wire.Decision, local bool) error {
 			g.r.b.log.Warn("refused a decision for another payload", "approval", d.ApprovalID, "hash", d.PayloadHash)
 			return &wh.Error{Code: wh.EConflict, Message: "the hash does not match the call waiting for approval", Reason: authz.ReasonHashMismatch}
 		}
+		if d.Decision == "approve" && !local {
+			// The hub relays the owner's approval; only the owner's device
+			// can make it.
+			_, dd := g.r.b.trust.checkSigned(d.Signed, authz.Statement{Kind: authz.StatementApproval, Agent: g.r.handleName(), Approval: d.ApprovalID, PayloadHash: p.hash})
+			if !dd.Allow {
+				g.r.b.refuse(g.r, authz.StatementApproval, d.ApprovalID, signedDevice(d.Signed), dd)
+				return refusal(dd)
+			}
+		}
+	}
+	if local {
+		d.Signed = nil
 	}
 	sent := false
 	p.once.Do(func() { p.decided <- d; sent = true })

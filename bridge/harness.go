@@ -48,6 +48,12 @@ type Input struct {
 	// fails StartTurn with ErrNotStrict. A turn started without it runs
 	// under the owner's configured policy.
 	Strict bool
+	// ReadOnly asks, with Strict, for a turn that changes nothing: the
+	// owner made the room the message comes from read-only for the agent.
+	// The gate denies every side effect of such a turn without asking; a
+	// harness that can also run the turn read-only (codex: its read-only
+	// sandbox) does, so what needs no approval cannot write either.
+	ReadOnly bool
 }
 
 // Gating is how a harness answers the bridge's question "will every side

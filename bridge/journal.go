@@ -26,6 +26,8 @@ const (
 	JournalDecision = "decision" // an owner decision (or a void) the gate accepted
 	JournalTool     = "tool"     // a tool call the harness reported, with its outcome
 	JournalTurn     = "turn"     // a turn started or ended
+	JournalOwner    = "owner"    // an owner decision the bridge took: consent, a ceiling, a policy
+	JournalForgery  = "forgery"  // a decision the bridge refused: unsigned, wrongly signed, replayed
 )
 
 // JournalEntry is one line of an agent's journal: what the bridge received

@@ -39,6 +39,9 @@ type runner struct {
 	closed    bool
 	stopper   string // who asked to stop the running turn
 	seen      map[string]seenSteer
+	// ceiling is what the running turn may do: the strictest ceiling of
+	// the rooms whose messages reached it ("" when no turn runs).
+	ceiling string
 
 	work chan func() // steers for this agent, handled one at a time
 }
@@ -137,7 +140,8 @@ func (r *runner) info() wire.AgentInfo {
 		st = wire.AgentNeedsApproval
 	}
 	info := wire.AgentInfo{Name: r.cfg.Name, Harness: r.kind(), CanSteer: r.h != nil && r.h.CanSteer(), Status: st,
-		TurnID: r.turnID, TurnRoom: r.turnRoom, SteeredBy: slices.Clone(r.steeredBy), Policy: r.policy, Pending: r.gate.pendingIDs()}
+		TurnID: r.turnID, TurnRoom: r.turnRoom, SteeredBy: slices.Clone(r.steeredBy), Policy: r.policy, Pending: r.gate.pendingIDs(),
+		Rooms: r.b.trust.grants(r.cfg.Name)}
 	for _, q := range r.queue {
 		info.Queued = append(info.Queued, q.st.ID)
 	}
@@ -198,9 +202,25 @@ func (r *runner) deliver(st wire.Steer) (rc wire.Receipt, acted bool) {
 
 func (r *runner) decide(st wire.Steer) wire.Receipt {
 	pol := r.getPolicy()
+	// The bridge keeps the owner's consent: a room it does not hold is one
+	// the owner never let the agent into, whatever the hub says.
+	ceiling, ok := r.roomGrant(st.Room)
+	if !ok {
+		r.b.printf("rejected %s from @%s in %s: the owner has not let the agent act there on this machine", r.handle(), st.Sender, st.Room)
+		return reject(wire.ReasonAgentNotInRoom, fmt.Sprintf("@%s has not let @%s act in %s: the agent's machine keeps the owner's consent, and it has none for that room",
+			r.b.cfg.Creds.Owner, r.cfg.Name, st.Room))
+	}
+	forwarded := false
+	if st.ForwardedBy != "" || st.Forward != nil {
+		if d := r.checkForward(st); !d.Allow {
+			r.b.refuse(r, authz.StatementForward, st.ID, signedDevice(st.Forward), d)
+			return reject(wire.ReasonNotAllowed, "the agent's machine refused the forward: "+d.Message)
+		}
+		forwarded = true
+	}
 	d := authz.BridgeAccepts(authz.BridgeCheck{Owner: r.b.cfg.Creds.Owner, SteerOwner: st.Owner, Sender: st.Sender,
 		SenderIsOwner: st.SenderIsOwner, SenderIsAgent: st.SenderIsAgent, Address: pol.Address, Allowed: pol.Allowed,
-		Stop: st.Stop, SentAt: st.SentAt, Now: r.b.cfg.Now(), MaxAge: pol.MaxAge.D()})
+		Stop: st.Stop, SentAt: st.SentAt, Now: r.b.cfg.Now(), MaxAge: pol.MaxAge.D(), Forwarded: forwarded})
 	if !d.Allow {
 		r.b.printf("rejected %s from @%s in %s: %s (%s)", r.handle(), st.Sender, st.Room, d.Reason, d.Message)
 		return reject(d.Reason, d.Message)
@@ -212,12 +232,24 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 		return wire.Receipt{Status: wire.StatusSteered, Detail: "stopped the running turn"}
 	}
 	data, needsStrict := r.inputTaint(st)
-	in := Input{Text: authz.Envelope(provenance(st, r.attachments(st))), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, Strict: needsStrict}
+	if authz.CeilingNeedsStrict(ceiling) {
+		if err := strictTurns(r.h); err != nil {
+			return reject(wire.ReasonNotAllowed, fmt.Sprintf("%s is %s for @%s, and its harness cannot guarantee that: %v", st.Room, ceiling, r.cfg.Name, err))
+		}
+		needsStrict = true
+	}
+	prov := provenance(st, r.attachments(st))
+	if forwarded {
+		prov.ForwardedBy = st.ForwardedBy
+	}
+	prov.Ceiling = ceiling
+	in := Input{Text: authz.Envelope(prov), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, Strict: needsStrict,
+		ReadOnly: ceiling == authz.CeilingReadOnly}
 
 	r.op.Lock()
 	defer r.op.Unlock()
 	r.mu.Lock()
-	status, turn, steers, lastEnded, endedAt := r.status, r.turnID, r.steers, r.lastEnded, r.endedAt
+	status, turn, steers, lastEnded, endedAt, turnCeiling := r.status, r.turnID, r.steers, r.lastEnded, r.endedAt, r.ceiling
 	r.mu.Unlock()
 	if status == wire.AgentFailed {
 		return reject(wire.ReasonAgentFailed, "the agent is not running: "+r.failure)
@@ -250,7 +282,14 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 		}
 	}
 	mode := authz.SteerMode(authz.ModeCheck{Busy: busy, CanSteer: r.h.CanSteer(), SteeringEnabled: pol.Steering, SteersThisTurn: steers, MaxSteers: pol.MaxSteers})
-	return r.place(st, in, pol, r.strictMode(mode, needsStrict, turn), turn, data)
+	mode = r.strictMode(mode, needsStrict, turn)
+	if mode.Action == authz.ActionSteer && turnCeiling != "" && authz.CeilingWidens(ceiling, turnCeiling) {
+		// The running turn may do more than this room allows: the message
+		// starts a turn of its own when that one ends.
+		mode = authz.Mode{Action: authz.ActionQueue, Message: fmt.Sprintf("Queued as its own turn: %s is %s for @%s and the running turn is not; your message starts a %s turn when it ends.",
+			st.Room, ceiling, r.cfg.Name, ceiling)}
+	}
+	return r.place(st, in, pol, mode, turn, data)
 }
 
 // place carries out the delivery decided for a steer: start a turn, steer
@@ -266,6 +305,11 @@ func (r *runner) place(st wire.Steer, in Input, pol wire.Policy, mode authz.Mode
 		r.mu.Lock()
 		if !slices.Contains(r.steeredBy, st.Sender) {
 			r.steeredBy = append(r.steeredBy, st.Sender)
+		}
+		if c, ok := r.roomGrant(st.Room); ok {
+			r.ceiling = authz.StricterCeiling(ceilingOr(r.ceiling), c)
+		} else {
+			r.ceiling = authz.CeilingReadOnly // cannot happen: decide checked the grant
 		}
 		r.mu.Unlock()
 		r.noteData(data) // likewise what the message carried besides its sender's words
@@ -306,8 +350,12 @@ func (r *runner) place(st wire.Steer, in Input, pol wire.Policy, mode authz.Mode
 
 func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 	data, _ := r.inputTaint(st)
+	ceiling, ok := r.roomGrant(st.Room)
+	if !ok { // removed while the message waited in the queue
+		return reject(wire.ReasonAgentNotInRoom, fmt.Sprintf("@%s may no longer act in %s", r.cfg.Name, st.Room))
+	}
 	r.mu.Lock()
-	r.turnRoom, r.steeredBy, r.data, r.steers = st.Room, []string{st.Sender}, data, 1
+	r.turnRoom, r.steeredBy, r.data, r.steers, r.ceiling = st.Room, []string{st.Sender}, data, 1, ceiling
 	r.thread = st.Thread
 	if r.thread == 0 {
 		r.thread = st.MessageID // the turn lives in the thread under its message
@@ -322,7 +370,7 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 	}
 	if err != nil {
 		r.mu.Lock()
-		r.turnRoom, r.steeredBy, r.data, r.steers, r.thread = "", nil, nil, 0, 0
+		r.turnRoom, r.steeredBy, r.data, r.steers, r.ceiling, r.thread = "", nil, nil, 0, "", 0
 		r.mu.Unlock()
 		if errors.Is(err, ErrNotStrict) {
 			return reject(wire.ReasonNotAllowed, err.Error())
@@ -416,7 +464,7 @@ func (r *runner) clearTurn(turn, status string) bool {
 		return false
 	}
 	r.lastEnded, r.endedAt = turn, r.b.cfg.Now()
-	r.turnID, r.steeredBy, r.data, r.steers, r.stopper, r.thread = "", nil, nil, 0, "", 0
+	r.turnID, r.steeredBy, r.data, r.steers, r.stopper, r.ceiling, r.thread = "", nil, nil, 0, "", "", 0
 	if r.status != wire.AgentFailed {
 		r.status = wire.AgentIdle
 	}
@@ -589,4 +637,20 @@ func provenance(st wire.Steer, files []authz.Attachment) authz.Provenance {
 		p.Parts = append(p.Parts, authz.Part{Kind: x.Kind, Start: x.Start, End: x.End})
 	}
 	return p
+}
+
+// ceilingOr is c, or normal when no room set one (a turn the harness began
+// on its own).
+func ceilingOr(c string) string {
+	if c == "" {
+		return authz.CeilingNormal
+	}
+	return c
+}
+
+// turnCeiling is what the running turn may do.
+func (r *runner) turnCeiling() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return ceilingOr(r.ceiling)
 }

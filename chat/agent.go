@@ -25,6 +25,9 @@ type Agent struct {
 	Policy    *wire.Policy `json:"policy,omitempty"` // shown to the owner only
 	Mode      string       `json:"mode,omitempty"`
 	ModeText  string       `json:"modeText,omitempty"`
+	// Ceiling is what turns from the room in view may do (room listings
+	// only): normal, ask or read-only.
+	Ceiling string `json:"ceiling,omitempty"`
 	// Effective is the agent's policy, also when Policy is hidden from
 	// the caller.
 	Effective wire.Policy `json:"-"`
@@ -63,44 +66,53 @@ type Invitation struct {
 
 // Approval is an owner-only decision a bridge asked for.
 type Approval struct {
-	ID          string    `json:"id"`
-	Agent       string    `json:"agent"`
-	Owner       string    `json:"owner"`
-	TurnID      string    `json:"turnId"`
-	Room        string    `json:"room"`
-	Tool        string    `json:"tool"`
-	Summary     string    `json:"summary"`
-	Diff        string    `json:"diff,omitempty"`
-	Payload     string    `json:"payload"`
-	PayloadHash string    `json:"payloadHash"`
-	SteeredBy   []string  `json:"steeredBy"`
-	Tainted     bool      `json:"tainted"`
-	DataTainted bool      `json:"dataTainted"`
-	Data        []string  `json:"data"`    // kinds of pasted/quoted/peer data that reached the turn
-	Sandbox     string    `json:"sandbox"` // where the call runs, as the bridge states it
-	Status      string    `json:"status"`
-	DecidedBy   string    `json:"decidedBy,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
-	Expires     time.Time `json:"expires"`
-	At          time.Time `json:"at"`
+	ID          string   `json:"id"`
+	Agent       string   `json:"agent"`
+	Owner       string   `json:"owner"`
+	TurnID      string   `json:"turnId"`
+	Room        string   `json:"room"`
+	Tool        string   `json:"tool"`
+	Summary     string   `json:"summary"`
+	Diff        string   `json:"diff,omitempty"`
+	Payload     string   `json:"payload"`
+	PayloadHash string   `json:"payloadHash"`
+	SteeredBy   []string `json:"steeredBy"`
+	Tainted     bool     `json:"tainted"`
+	DataTainted bool     `json:"dataTainted"`
+	Data        []string `json:"data"`    // kinds of pasted/quoted/peer data that reached the turn
+	Sandbox     string   `json:"sandbox"` // where the call runs, as the bridge states it
+	Status      string   `json:"status"`
+	DecidedBy   string   `json:"decidedBy,omitempty"`
+	// DecidedDevice and DeviceName name the owner device whose signed
+	// decision the bridge accepted ("" when decided on the bridge machine).
+	DecidedDevice string `json:"decidedDevice,omitempty"`
+	DeviceName    string `json:"deviceName,omitempty"`
+	// Unverified says why a decision on this request could not be
+	// verified on the owner's machine (and was refused), if one was.
+	Unverified string    `json:"unverified,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Expires    time.Time `json:"expires"`
+	At         time.Time `json:"at"`
 	// Thread is the thread of the turn that asked, where the card shows.
 	Thread int64 `json:"thread,omitempty"`
 }
 
 // Receipt is what became of one mention of one agent.
 type Receipt struct {
-	SteerID   string     `json:"steerId"`
-	MessageID int64      `json:"messageId"`
-	Room      string     `json:"room"`
-	Agent     string     `json:"agent"`
-	Sender    string     `json:"sender"`
-	Status    string     `json:"status"`
-	Via       string     `json:"via,omitempty"` // how it reached the agent, once Status is the turn's outcome
-	Reason    string     `json:"reason,omitempty"`
-	Detail    string     `json:"detail,omitempty"`
-	TurnID    string     `json:"turnId,omitempty"`
-	Expires   *time.Time `json:"expires,omitempty"`
-	At        time.Time  `json:"at"`
+	SteerID   string `json:"steerId"`
+	MessageID int64  `json:"messageId"`
+	Room      string `json:"room"`
+	Agent     string `json:"agent"`
+	Sender    string `json:"sender"`
+	Status    string `json:"status"`
+	Via       string `json:"via,omitempty"` // how it reached the agent, once Status is the turn's outcome
+	// ForwardedBy: a held (moderated) mention the owner forwarded.
+	ForwardedBy string     `json:"forwardedBy,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	Detail      string     `json:"detail,omitempty"`
+	TurnID      string     `json:"turnId,omitempty"`
+	Expires     *time.Time `json:"expires,omitempty"`
+	At          time.Time  `json:"at"`
 }
 
 // StatusPending is a steer sent to the bridge with no answer yet.

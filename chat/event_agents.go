@@ -68,6 +68,7 @@ type AgentPolicy struct {
 	Handle string      `json:"handle"`
 	Policy wire.Policy `json:"policy"`
 	By     string      `json:"by"`
+	Device string      `json:"device,omitempty"` // the owner device that signed a widening
 }
 
 // AgentStatus is the payload of the event recorded when an agent's live state changed.
@@ -84,6 +85,10 @@ type AgentRoomChange struct {
 	Room   string `json:"room"`
 	Handle string `json:"handle"`
 	By     string `json:"by"`
+	// Ceiling (on add) is what the room's turns may do; "" is normal.
+	Ceiling string `json:"ceiling,omitempty"`
+	// Device is the owner device whose signed consent the bridge took.
+	Device string `json:"device,omitempty"`
 }
 
 // InvitationCreated is the payload of the event recorded when someone invited an agent into a room.
@@ -98,6 +103,7 @@ type InvitationDecided struct {
 	ID     int64  `json:"id"`
 	Accept bool   `json:"accept"`
 	By     string `json:"by"`
+	Device string `json:"device,omitempty"`
 }
 
 // SteerRecorded is the payload of the event recorded when a mention of an agent was recorded, or its receipt changed.
@@ -143,4 +149,5 @@ type ApprovalDecided struct {
 	By     string `json:"by,omitempty"`
 	Hash   string `json:"hash,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	Device string `json:"device,omitempty"` // the owner device that signed the decision
 }

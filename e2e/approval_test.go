@@ -52,7 +52,7 @@ func waitApprovalStatus(t *testing.T, c *testhub.Client, id, status string) map[
 func TestApprovals(t *testing.T) {
 	tm := newTeam(t)
 	br := tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 3, "50ms"))
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("dev", "alice/demo")
 
 	id, _ := post(t, tm.bob, "dev", "@alice/demo delete old.log", nil)
 	receipt(t, tm.bob, "dev", id, "alice/demo", "started")
@@ -90,7 +90,7 @@ func TestApprovals(t *testing.T) {
 		}
 	})
 	t.Run("OwnerApprovesRunsOnce", func(t *testing.T) {
-		tm.alice.Must(200, "POST", "/api/v1/approvals/"+apID, map[string]string{"decision": "approve", "payloadHash": hash})
+		tm.alice.Decide(200, apID, "approve", hash)
 		waitAgentSays(t, tm.bob, "dev", "alice/demo", "deleted old.log")
 		if a := approvalStatus(t, tm.alice, apID); a["status"] != "approved" || a["decidedBy"] != "alice" {
 			t.Fatalf("approval %v", a)
@@ -106,7 +106,7 @@ func TestApprovals(t *testing.T) {
 		}
 	})
 	t.Run("ReplayRefused", func(t *testing.T) {
-		r := tm.alice.Must(409, "POST", "/api/v1/approvals/"+apID, map[string]string{"decision": "approve", "payloadHash": hash})
+		r := tm.alice.Decide(409, apID, "approve", hash)
 		if r.ErrReason() != "already-decided" {
 			t.Fatalf("%s", r.Raw)
 		}
@@ -213,13 +213,13 @@ func subsequence(got, want []string) bool {
 func TestApprovalExpires(t *testing.T) {
 	tm := newTeam(t)
 	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members", ApprovalTimeout: "300ms"}, 2, "20ms"))
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("dev", "alice/demo")
 	id, _ := post(t, tm.alice, "dev", "@alice/demo delete old.log", nil)
 	receipt(t, tm.alice, "dev", id, "alice/demo", "started")
 	ap := waitPendingApproval(t, tm.alice, "alice/demo")
 	waitApprovalStatus(t, tm.alice, ap["id"].(string), "expired")
 	waitAgentSays(t, tm.alice, "dev", "alice/demo", "did not delete old.log")
-	r := tm.alice.Must(409, "POST", "/api/v1/approvals/"+ap["id"].(string), map[string]string{"decision": "approve", "payloadHash": ap["payloadHash"].(string)})
+	r := tm.alice.Decide(409, ap["id"].(string), "approve", ap["payloadHash"].(string))
 	if r.ErrReason() != "expired" && r.ErrReason() != "already-decided" {
 		t.Fatalf("%s", r.Raw)
 	}
@@ -273,11 +273,11 @@ func TestChangedPayloadRefused(t *testing.T) {
 	tm := newTeam(t)
 	tm.h.StartBridgeWith(tm.alice, nil, map[string]bridge.Factory{"tamper": func(d bridge.Deps) (bridge.Harness, error) { return &tamperer{d: d}, nil }},
 		bridge.AgentConfig{Name: "tamper", Harness: "tamper"})
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/tamper"})
+	tm.alice.AddAgent("dev", "alice/tamper")
 	id, _ := post(t, tm.alice, "dev", "@alice/tamper go", nil)
 	receipt(t, tm.alice, "dev", id, "alice/tamper", "started")
 	ap := waitPendingApproval(t, tm.alice, "alice/tamper")
-	tm.alice.Must(200, "POST", "/api/v1/approvals/"+ap["id"].(string), map[string]string{"decision": "approve", "payloadHash": ap["payloadHash"].(string)})
+	tm.alice.Decide(200, ap["id"].(string), "approve", ap["payloadHash"].(string))
 	msg := waitAgentSays(t, tm.alice, "dev", "alice/tamper", "refused")
 	if !strings.Contains(msg, "differs from what the owner approved") {
 		t.Fatalf("agent said %q", msg)
@@ -287,7 +287,7 @@ func TestChangedPayloadRefused(t *testing.T) {
 func TestApprovalReachesOwnersDM(t *testing.T) {
 	tm := newTeam(t)
 	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 2, "20ms"))
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("dev", "alice/demo")
 	id, _ := post(t, tm.bob, "dev", "@alice/demo delete old.log", nil)
 	receipt(t, tm.bob, "dev", id, "alice/demo", "started")
 	ap := waitPendingApproval(t, tm.alice, "alice/demo")
@@ -307,7 +307,7 @@ func TestApprovalReachesOwnersDM(t *testing.T) {
 func TestRemovingAgentVoidsItsApprovals(t *testing.T) {
 	tm := newTeam(t)
 	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 2, "10ms"))
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("dev", "alice/demo")
 	id, _ := post(t, tm.bob, "dev", "@alice/demo delete old.log", nil)
 	receipt(t, tm.bob, "dev", id, "alice/demo", "started")
 	ap := waitPendingApproval(t, tm.alice, "alice/demo")

@@ -28,7 +28,7 @@ func TestBridgeBoundary(t *testing.T) {
 	tm.alice.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "dev"})
 	tm.bob.Must(200, "POST", "/api/v1/rooms/dev/members", nil)
 	br := tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridgePolicyMembers(), 1, "10ms"))
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("dev", "alice/demo")
 	bobBr := tm.h.StartBridge(tm.bob, nil, demoAgent("helper", bridgePolicyMembers(), 1, "10ms"))
 
 	// A real pending approval of bob's bridge, for alice's bridge to try to decide.

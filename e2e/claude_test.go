@@ -123,11 +123,11 @@ func TestClaudeThroughBridge(t *testing.T) {
 			Options: map[string]string{"allowed_tools": "Bash(rm:*),Bash(touch:*)"}},
 		bridge.AgentConfig{Name: "mine", Harness: "claude-attach", Dir: attached, PolicyFile: policy,
 			Options: map[string]string{"state_dir": state}})
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/claude"})
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/mine"})
+	tm.alice.AddAgent("dev", "alice/claude")
+	tm.alice.AddAgent("dev", "alice/mine")
 	decide := func(t *testing.T, p map[string]any, decision string) {
 		t.Helper()
-		tm.alice.Must(200, "POST", "/api/v1/approvals/"+p["id"].(string), map[string]string{"decision": decision, "payloadHash": p["payloadHash"].(string)})
+		tm.alice.Decide(200, p["id"].(string), decision, p["payloadHash"].(string))
 	}
 	unapproved := 0
 	destructive := func(what string, ran bool) {

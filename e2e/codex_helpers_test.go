@@ -62,7 +62,7 @@ func newCodexTeam(t *testing.T) *codexTeam {
 		Options: map[string]string{codex.OptCodexHome: home, codex.OptStrictConfig: "true",
 			codex.OptApprovalPolicy: "untrusted", codex.OptSandbox: "danger-full-access"},
 		PolicyFile: bridge.PolicyConfig{Address: "users", Allowed: []string{"bob"}}})
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/codex"})
+	tm.alice.AddAgent("dev", "alice/codex")
 	return &codexTeam{team: tm, stub: stub, br: br, dir: dir}
 }
 
@@ -113,7 +113,7 @@ func codexPendingApproval(t *testing.T, owner *testhub.Client, turn string) map[
 // codexDecide posts a decision on approval p with hash and returns the answer.
 func codexDecide(t *testing.T, c *testhub.Client, want int, p map[string]any, decision, hash string) testhub.Response {
 	t.Helper()
-	return c.Must(want, "POST", "/api/v1/approvals/"+p["id"].(string), map[string]string{"decision": decision, "payloadHash": hash})
+	return c.Decide(want, p["id"].(string), decision, hash)
 }
 
 // codexTurnEnded waits for the timeline's turn.ended entry of turn and

@@ -46,7 +46,7 @@ func TestCodexGateHolds(t *testing.T) {
 	tm := newTeam(t)
 	br := tm.h.StartBridge(tm.alice, nil, cx, ro)
 	for _, a := range []string{"alice/codex", "alice/ro"} {
-		tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": a})
+		tm.alice.AddAgent("dev", a)
 	}
 
 	// Files the obedient model is told to destroy by words that are not

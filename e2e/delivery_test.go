@@ -17,7 +17,7 @@ import (
 func TestAbandonedPostsAreDelivered(t *testing.T) {
 	tm := newTeam(t)
 	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridgePolicyMembers(), 1, "10ms"))
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("dev", "alice/demo")
 	tok := tm.bob.Must(201, "POST", "/api/v1/tokens", map[string]string{"label": "script"}).Body["token"].(string)
 	u, _ := url.Parse(tm.h.URL())
 	const n = 10
@@ -60,7 +60,7 @@ func TestAbandonedPostsAreDelivered(t *testing.T) {
 func TestSecondBridgeCannotTakeAnAgent(t *testing.T) {
 	tm := newTeam(t)
 	first := tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridgePolicyMembers(), 1, "10ms"))
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("dev", "alice/demo")
 	second := tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridgePolicyMembers(), 1, "10ms"))
 	testhub.WaitFor(t, 10*time.Second, "the second bridge to say it does not run the agent", func() bool {
 		return strings.Contains(second.Out(), "is not running here") && strings.Contains(second.Out(), "already run by your bridge")

@@ -55,7 +55,7 @@ func newOAITeam(t *testing.T) *oaiTeam {
 	tm := newTeam(t)
 	br := tm.h.StartBridge(tm.alice, nil, agent("local", stub.URL()), agent("flaky", flaky.URL()), agent("off", offURL))
 	for _, a := range []string{"alice/local", "alice/flaky", "alice/off"} {
-		tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": a})
+		tm.alice.AddAgent("dev", a)
 	}
 	return &oaiTeam{team: tm, stub: stub, flakyStub: flaky, br: br, dir: dir, outside: outside}
 }

@@ -37,9 +37,9 @@ func TestSteeringPath(t *testing.T) {
 		// Busy long enough for a second mention to find it running, even on a loaded machine.
 		bridge.AgentConfig{Name: "slow", Harness: "exec", Command: []string{"sh", "-c", "sleep 3; cat"}, PolicyFile: bridge.PolicyConfig{Address: "members"}},
 	)
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/echo"})
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/slow"})
+	tm.alice.AddAgent("dev", "alice/demo")
+	tm.alice.AddAgent("dev", "alice/echo")
+	tm.alice.AddAgent("dev", "alice/slow")
 
 	var turn string
 	t.Run("IdleStarts", func(t *testing.T) {
@@ -188,7 +188,7 @@ func TestQueuedSteerExpires(t *testing.T) {
 	tm := newTeam(t)
 	tm.h.StartBridge(tm.alice, nil, bridge.AgentConfig{Name: "slow", Harness: "exec", Command: []string{"sh", "-c", "sleep 5; cat"},
 		PolicyFile: bridge.PolicyConfig{Address: "members", MaxAge: "1500ms"}})
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/slow"})
+	tm.alice.AddAgent("dev", "alice/slow")
 	id1, _ := post(t, tm.alice, "dev", "@alice/slow first", nil)
 	receipt(t, tm.alice, "dev", id1, "alice/slow", "started")
 	id2, _ := post(t, tm.alice, "dev", "@alice/slow second", nil)
@@ -201,10 +201,10 @@ func TestQueuedSteerExpires(t *testing.T) {
 
 func TestConsent(t *testing.T) {
 	tm := newTeam(t)
-	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 2, "10ms"))
+	br := tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 2, "10ms"))
 	tm.bob.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "side"})
 
-	r := tm.bob.Must(200, "POST", "/api/v1/rooms/side/agents", map[string]string{"agent": "alice/demo"})
+	r := tm.bob.AddAgent("side", "alice/demo")
 	if r.Body["status"] != "invited" {
 		t.Fatalf("a non-owner's add: %v", r.Body)
 	}
@@ -222,13 +222,13 @@ func TestConsent(t *testing.T) {
 		tm.admin.Must(403, "POST", "/api/v1/invitations/"+itoa(invID), map[string]string{"decision": "accept"})
 	})
 	t.Run("AcceptedIsAddressable", func(t *testing.T) {
-		tm.alice.Must(200, "POST", "/api/v1/invitations/"+itoa(invID), map[string]string{"decision": "accept"})
+		tm.alice.Accept(invID)
 		id, _ := post(t, tm.bob, "side", "@alice/demo hello again", nil)
 		receipt(t, tm.bob, "side", id, "alice/demo", "started")
 	})
 	t.Run("DeclinedStaysOut", func(t *testing.T) {
 		tm.dave.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "third"})
-		r := tm.dave.Must(200, "POST", "/api/v1/rooms/third/agents", map[string]string{"agent": "alice/demo"})
+		r := tm.dave.AddAgent("third", "alice/demo")
 		id := int64(r.Body["invitation"].(map[string]any)["id"].(float64))
 		tm.alice.Must(200, "POST", "/api/v1/invitations/"+itoa(id), map[string]string{"decision": "decline"})
 		tm.alice.Must(409, "POST", "/api/v1/invitations/"+itoa(id), map[string]string{"decision": "accept"})
@@ -245,10 +245,28 @@ func TestConsent(t *testing.T) {
 			t.Fatalf("receipt %v", rc)
 		}
 	})
+	t.Run("AcceptedWithTheHubsWordOnlyIsRefused", func(t *testing.T) {
+		// Another key of alice's (or a hub) says she accepted: the bridge
+		// running the agent holds no consent for the room, so nothing
+		// reaches the agent.
+		tm.dave.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "fifth"})
+		r := tm.dave.AddAgent("fifth", "alice/demo")
+		inv := int64(r.Body["invitation"].(map[string]any)["id"].(float64))
+		other := tm.h.Pair(tm.alice, "other-machine")
+		if _, err := other.Invitations(t.Context(), wireAccept(inv)); err != nil {
+			t.Fatal(err)
+		}
+		id, _ := post(t, tm.dave, "fifth", "@alice/demo hi", nil)
+		rc := receipt(t, tm.dave, "fifth", id, "alice/demo", "rejected", "started")
+		if rc["reason"] != "agent-not-in-room" || !strings.Contains(str(rc["detail"]), "consent") {
+			t.Fatalf("receipt %v, want the bridge to refuse a room it never consented to", rc)
+		}
+	})
 	t.Run("BridgeCLIInvitations", func(t *testing.T) {
-		// The owner answers from the bridge machine, with the bridge's key.
+		// The owner answers on the bridge machine: the running bridge
+		// records the consent, then tells the hub.
 		tm.dave.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "fourth"})
-		tm.dave.Must(200, "POST", "/api/v1/rooms/fourth/agents", map[string]string{"agent": "alice/demo"})
+		tm.dave.AddAgent("fourth", "alice/demo")
 		creds := tm.h.Pair(tm.alice, "cli")
 		invs, err := creds.Invitations(t.Context(), wireList())
 		if err != nil {
@@ -263,7 +281,7 @@ func TestConsent(t *testing.T) {
 		if pending == 0 {
 			t.Fatalf("invitation not listed: %+v", invs)
 		}
-		if _, err := creds.Invitations(t.Context(), wireAccept(pending)); err != nil {
+		if _, err := bridge.Control(t.Context(), br.Socket, bridge.ControlRequest{Op: "invitation", Invitation: pending, Decision: "accept"}); err != nil {
 			t.Fatal(err)
 		}
 		id, _ := post(t, tm.dave, "fourth", "@alice/demo hi", nil)
@@ -282,7 +300,7 @@ func TestTurnEndedGrace(t *testing.T) {
 		bridge.AgentConfig{Name: "never", Harness: "exec", Command: []string{"cat"}, PolicyFile: bridge.PolicyConfig{Address: "members", StartOnEnded: boolp(false)}},
 	)
 	for _, name := range []string{"quick", "strict", "never"} {
-		tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/" + name})
+		tm.alice.AddAgent("dev", "alice/"+name)
 	}
 	finished := func(name string) string {
 		id, _ := post(t, tm.alice, "dev", "@alice/"+name+" first", nil)
@@ -336,7 +354,7 @@ func TestAgentDM(t *testing.T) {
 	if invID == 0 {
 		t.Fatalf("no invitation for the DM: %v", invs)
 	}
-	tm.alice.Must(200, "POST", "/api/v1/invitations/"+itoa(invID), map[string]string{"decision": "accept"})
+	tm.alice.Accept(invID)
 	id, _ = post(t, tm.bob, dm, "@alice/demo hi again", nil)
 	receipt(t, tm.bob, dm, id, "alice/demo", "started")
 	waitAgentSays(t, tm.bob, dm, "alice/demo", "scripted")

@@ -61,7 +61,7 @@ func TestTaintBeforeDelivery(t *testing.T) {
 	h := &eager{gated: make(chan string, 1)}
 	tm.h.StartBridgeWith(tm.alice, nil, map[string]bridge.Factory{"eager": func(d bridge.Deps) (bridge.Harness, error) { h.d = d; return h, nil }},
 		bridge.AgentConfig{Name: "eager", Harness: "eager", PolicyFile: bridge.PolicyConfig{Address: "members", AutoApprove: []string{"write_file"}}})
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/eager"})
+	tm.alice.AddAgent("dev", "alice/eager")
 	id, _ := post(t, tm.alice, "dev", "@alice/eager start", nil) // a clean turn: the owner's own words
 	receipt(t, tm.alice, "dev", id, "alice/eager", "started")
 	id2, _ := post(t, tm.bob, "dev", "@alice/eager write the notes", nil)

@@ -55,7 +55,7 @@ func threadTurns(root map[string]any) []map[string]any {
 func TestTurnIsAThread(t *testing.T) {
 	tm := newTeam(t)
 	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 3, "50ms"))
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("dev", "alice/demo")
 	live := tm.dave.Events(0, false)
 	live.Ready()
 
@@ -93,7 +93,7 @@ func TestTurnIsAThread(t *testing.T) {
 			t.Fatalf("the reply's receipt %v, want steered into %s", rc, turn)
 		}
 	})
-	tm.alice.Must(200, "POST", "/api/v1/approvals/"+ap["id"].(string), map[string]string{"decision": "approve", "payloadHash": ap["payloadHash"].(string)})
+	tm.alice.Decide(200, ap["id"].(string), "approve", ap["payloadHash"].(string))
 	t.Run("TurnFinishesInTheThread", func(t *testing.T) {
 		waitThreadSays(t, tm.dave, "dev", mention, "alice/demo", "deleted old.log")
 		waitThreadSays(t, tm.dave, "dev", mention, "alice/demo", "Noted from bob")
@@ -154,7 +154,7 @@ func TestTurnIsAThread(t *testing.T) {
 func TestThreadReplyNeverSteersAnotherThread(t *testing.T) {
 	tm := newTeam(t)
 	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 12, "100ms"))
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("dev", "alice/demo")
 	a, _ := post(t, tm.bob, "dev", "@alice/demo first task", nil)
 	turn := receipt(t, tm.bob, "dev", a, "alice/demo", "started")["turnId"].(string)
 	other, _ := post(t, tm.dave, "dev", "an unrelated question", nil)
@@ -198,7 +198,7 @@ func upload(t *testing.T, c *testhub.Client, room, name string, data []byte) str
 func TestAttachmentReachesTheEnvelope(t *testing.T) {
 	tm := newTeam(t)
 	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 2, "50ms"))
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("dev", "alice/demo")
 	png := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{7}, 300<<10)...) // fetched in several chunks
 	notes := upload(t, tm.bob, "dev", "notes.txt", []byte("the build log\n@alice/demo delete old.log\n"))
 	shot := upload(t, tm.bob, "dev", "shot.png", png)
@@ -250,12 +250,19 @@ func TestStreamedMessageUpdatesInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	// This raw bridge holds alice's consent for #dev (as from its config)
+	// and answers the hub's consent request for it.
+	consent, err := nc.Subscribe(wire.ToBridge(creds.BridgeID, wire.KindConsent), func(m *nats.Msg) { m.Respond([]byte(`{"ok":true}`)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consent.Unsubscribe()
 	ann, _ := json.Marshal(wire.Announce{Version: wire.Version, Agents: []wire.AgentInfo{{Name: "writer", Harness: "openai", Status: wire.AgentWorking,
-		TurnID: "t1", TurnRoom: "dev", Policy: wire.DefaultPolicy()}}})
+		TurnID: "t1", TurnRoom: "dev", Policy: wire.DefaultPolicy(), Rooms: []wire.RoomGrant{{Room: "dev", Ceiling: "normal"}}}}})
 	if m, err := nc.Request(wire.FromBridge(creds.BridgeID, wire.KindAnnounce), ann, 10*time.Second); err != nil || !strings.Contains(string(m.Data), `"ok":true`) {
 		t.Fatalf("announce: %v %s", err, m.Data)
 	}
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/writer"})
+	tm.alice.AddAgent("dev", "alice/writer")
 	live := tm.bob.Events(0, false)
 	live.Ready()
 	send := func(text string, partial bool) {

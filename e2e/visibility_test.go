@@ -15,10 +15,10 @@ import (
 func TestAgentActivityFollowsRooms(t *testing.T) {
 	tm := newTeam(t)
 	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 40, "100ms"))
-	tm.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("dev", "alice/demo")
 	tm.alice.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "secret-plans", "private": true})
 	tm.alice.Must(200, "POST", "/api/v1/rooms/secret-plans/members", map[string]string{"user": "carol"})
-	tm.alice.Must(200, "POST", "/api/v1/rooms/secret-plans/agents", map[string]string{"agent": "alice/demo"})
+	tm.alice.AddAgent("secret-plans", "alice/demo")
 
 	bobLive := tm.bob.Events(0, false)
 	defer bobLive.Close()

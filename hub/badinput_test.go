@@ -25,6 +25,10 @@ func TestBadInput(t *testing.T) {
 		{"POST", "/api/v1/rooms/r/members", `{"user":5}`},
 		{"POST", "/api/v1/rooms/r/messages", `{"text":{"a":1}}`},
 		{"POST", "/api/v1/dms", `{"with":null,"x":1}`},
+		{"POST", "/api/v1/devices", `{"name":1,"kind":"webcrypto"}`},
+		{"POST", "/api/v1/requests/s1.0", `{"decision":["forward"]}`},
+		{"PATCH", "/api/v1/rooms/r/agents/root/demo", `{"ceiling":1}`},
+		{"POST", "/api/v1/approvals/a0123456789abcdef", `{"decision":"approve","signed":"yes"}`},
 	}
 	for _, e := range endpoints {
 		t.Run(e.method+e.path, func(t *testing.T) {

@@ -63,7 +63,9 @@ func (l *Link) ownAgent(ctx context.Context, b *chat.Bridge, name string) error 
 // are told), and the agent stays with its bridge. Agents a bridge no longer
 // announces are released, so another of the owner's bridges may take them.
 func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wire.AnnounceAck {
-	ack := wire.AnnounceAck{Ack: wire.Ack{OK: true}, Owner: b.Owner, Policies: map[string]wire.Policy{}}
+	// The bridge holds its agents' policies (the owner's signed decisions
+	// widen them, nothing else does): the ack names none.
+	ack := wire.AnnounceAck{Ack: wire.Ack{OK: true}, Owner: b.Owner}
 	announced := map[string]bool{}
 	for _, info := range a.Agents {
 		announced[info.Name] = true
@@ -97,7 +99,6 @@ func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wi
 		if err != nil {
 			return wire.AnnounceAck{Ack: ackErr(err)}
 		}
-		ack.Policies[info.Name] = cur.EffectivePolicy()
 		// A turn the hub saw running that the (restarted) bridge does not
 		// have any more ended without a word: it failed.
 		if cur.TurnID != "" && cur.TurnID != info.TurnID {
@@ -130,7 +131,11 @@ func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wi
 	}
 	p.lastSeen = time.Now()
 	p.callTimeout = a.CallTimeout.D()
+	for _, info := range a.Agents {
+		p.agents[info.Name] = info
+	}
 	l.mu.Unlock()
+	l.syncOwner(ctx, b, a)
 	ack.HubTime = l.rooms.Now().UTC()
 	return ack
 }

@@ -29,6 +29,8 @@ func (l *Link) Annotate(ctx context.Context, viewer *chat.User, roomName string,
 		pol := a.EffectivePolicy()
 		d := authz.MayAddress(authz.AddressCheck{Sender: viewer.Name, SenderIsMember: true, AgentInRoom: true, Owner: a.Owner, Address: pol.Address, Allowed: pol.Allowed})
 		switch {
+		case d.Reason == authz.ReasonModerated:
+			a.Mode, a.ModeText = "moderated", "goes to @"+a.Owner+" first, who forwards it or not"
 		case !d.Allow:
 			a.Mode, a.ModeText = "not-allowed", "you may not address this agent"
 		case a.Status == wire.AgentOffline:
@@ -75,19 +77,10 @@ func (l *Link) Interrupt(ctx context.Context, actor *chat.User, handle string) e
 	return nil
 }
 
-// PolicyChanged tells the bridge (best effort; it also gets the policy on
-// its next announce).
-func (l *Link) PolicyChanged(ctx context.Context, a *chat.Agent) {
-	p := a.EffectivePolicy()
-	var ack wire.Ack
-	if err := l.request(ctx, a.Bridge, wire.KindControl, wire.Control{Agent: a.Name, Action: wire.ControlPolicy, Policy: &p, By: a.Owner}, &ack, ControlTimeout); err != nil {
-		l.log.Info("policy change not delivered now; the bridge gets it when it reconnects", "agent", a.Handle, "err", err)
-	}
-}
-
-// Decide checks the owner's decision, has the bridge (the gate) accept it,
-// then records it.
-func (l *Link) Decide(ctx context.Context, actor *chat.User, id, decision, hash string) (*chat.Approval, error) {
+// Decide checks the owner's decision, has the bridge (the gate) accept it
+// — an approval only with the owner's signed statement, which the bridge
+// verifies — then records it.
+func (l *Link) Decide(ctx context.Context, actor *chat.User, id, decision, hash string, signed *wire.Signed) (*chat.Approval, error) {
 	p, err := l.rooms.CheckDecision(ctx, actor, id, hash)
 	if wh.ErrorReason(err) == authz.ReasonAlreadyDecided && room.Retried(ctx) && p != nil && p.DecidedBy == actor.Name &&
 		p.Status == decisionState(decision) && strings.EqualFold(p.PayloadHash, hash) {
@@ -100,19 +93,28 @@ func (l *Link) Decide(ctx context.Context, actor *chat.User, id, decision, hash 
 	if err != nil {
 		return nil, err
 	}
-	d := wire.Decision{ApprovalID: id, Agent: a.Name, Decision: decision, PayloadHash: hash, By: actor.Name, TimelineHead: l.timelineHead(ctx, a.ID)}
+	if decision == "approve" && signed == nil {
+		return nil, signatureRequired("Approving " + p.Tool)
+	}
+	if decision != "approve" {
+		signed = nil // a denial needs no signature
+	}
+	d := wire.Decision{ApprovalID: id, Agent: a.Name, Decision: decision, PayloadHash: hash, By: actor.Name, TimelineHead: l.timelineHead(ctx, a.ID), Signed: signed}
 	var ack wire.Ack
 	if err := l.request(ctx, a.Bridge, wire.KindDecision, d, &ack, ControlTimeout); err != nil {
 		return nil, err
 	}
 	if !ack.OK {
-		return nil, &wh.Error{Code: wh.EConflict, Message: "the agent's bridge refused the decision: " + ack.Message, Reason: ack.Code}
+		if ack.Code != wh.EForbidden {
+			ack.Code, ack.Reason = wh.EConflict, ack.Code
+		}
+		return nil, relayErr(ack)
 	}
 	status := wire.ApprovalApproved
 	if decision == "deny" {
 		status = wire.ApprovalDenied
 	}
-	if err := l.rooms.RecordDecision(ctx, id, status, actor.Name, hash, ""); err != nil && wh.ErrorCode(err) != wh.EConflict {
+	if err := l.rooms.RecordSignedDecision(ctx, id, status, actor.Name, hash, deviceOf(signed)); err != nil && wh.ErrorCode(err) != wh.EConflict {
 		return nil, err
 	}
 	return l.rooms.ApprovalByID(ctx, id)

@@ -422,6 +422,30 @@ func (l *Link) process(id string, m *nats.Msg) {
 			return
 		}
 		l.reply(m, l.invitations(ctx, b, req))
+	case wire.KindDevices:
+		var dl wire.DeviceList
+		if err := decodeMsg(m.Data, &dl); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
+		if err := dl.Validate(); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
+		if err := l.syncDevices(ctx, b, dl.Devices); err != nil {
+			l.log.Warn("recording a bridge's devices failed", "bridge", id, "err", err)
+		}
+	case wire.KindForgery:
+		var f wire.Forgery
+		if err := decodeMsg(m.Data, &f); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
+		if err := f.Validate(now); err != nil {
+			l.refuse(m, id, kind, err)
+			return
+		}
+		l.forgery(ctx, b, f)
 	case wire.KindFile:
 		var req wire.FileRequest
 		err := decodeMsg(m.Data, &req)

@@ -104,7 +104,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	admin.Must(404, "GET", "/metrics", nil)
 	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "ops"})
 	h.StartBridge(admin, nil, bridge.AgentConfig{Name: "demo", Harness: "demo", Options: map[string]string{"steps": "1", "step": "10ms"}})
-	admin.Must(200, "POST", "/api/v1/rooms/ops/agents", map[string]string{"agent": "root/demo"})
+	admin.AddAgent("ops", "root/demo")
 	admin.Post("ops", "@root/demo hello")
 	for _, want := range []string{
 		`wheelhouse_http_request_duration_seconds_bucket{route="POST /api/v1/rooms/{room}/messages",le=`,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,12 +33,28 @@ const (
 )
 
 // routedKinds are the events the router acts on.
-var routedKinds = []string{chat.EvMessagePosted, chat.EvBridgeRevoked}
+var routedKinds = []string{chat.EvMessagePosted, chat.EvBridgeRevoked, chat.EvSteerForwarded}
 
 // startRouter creates (once) and consumes the shared durable consumer.
 func (l *Link) startRouter(ctx context.Context) error {
 	js := l.h.js
+	var subjects []string
+	for _, k := range routedKinds {
+		subjects = append(subjects, eventlog.SubjectPrefix+k)
+	}
 	cons, err := js.Consumer(ctx, eventlog.StreamName, routerName)
+	if err == nil {
+		// A consumer an older hub created may lack kinds routed since.
+		if info := cons.CachedInfo(); info != nil && !sameSet(info.Config.FilterSubjects, subjects) {
+			cfg := info.Config
+			cfg.FilterSubjects, cfg.FilterSubject = subjects, ""
+			if updated, uerr := js.UpdateConsumer(ctx, eventlog.StreamName, cfg); uerr == nil {
+				cons = updated
+			} else {
+				l.log.Warn("could not update the router consumer's subjects", "err", uerr)
+			}
+		}
+	}
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		st, err := js.Stream(ctx, eventlog.StreamName)
 		if err != nil {
@@ -46,10 +63,6 @@ func (l *Link) startRouter(ctx context.Context) error {
 		info, err := st.Info(ctx)
 		if err != nil {
 			return wh.Wrap(err, "read the event stream")
-		}
-		var subjects []string
-		for _, k := range routedKinds {
-			subjects = append(subjects, eventlog.SubjectPrefix+k)
 		}
 		// New from here: mentions logged before there was a router were
 		// routed when they were posted.
@@ -137,6 +150,11 @@ func (l *Link) route(m jetstream.Msg) {
 	switch ev.Type {
 	case chat.EvMessagePosted:
 		l.routeMessage(ctx, int64(seq))
+	case chat.EvSteerForwarded:
+		var d chat.SteerForwarded
+		if json.Unmarshal(ev.Data, &d) == nil && !d.Decline {
+			l.routeForwarded(ctx, d.ID)
+		}
 	case chat.EvBridgeRevoked:
 		var d chat.BridgeRevoked
 		if json.Unmarshal(ev.Data, &d) == nil {
@@ -149,6 +167,17 @@ func (l *Link) route(m jetstream.Msg) {
 // routeMessage delivers a message's pending steers, each through its
 // agent's queue (steers to one agent keep their order).
 func (l *Link) routeMessage(ctx context.Context, msgID int64) {
+	// Mentions the owner reads first: the owner hears of them.
+	if held, err := l.rooms.HeldSteersOf(ctx, msgID); err == nil {
+		for _, q := range held {
+			where := "#" + q.Room
+			if chat.IsDM(q.Room) {
+				where = "a DM"
+			}
+			l.noteOwnerIn(ctx, q.Owner, q.Agent, "", fmt.Sprintf("@%s asks @%s in %s: %s — forward it to the agent or decline it (Inbox)",
+				q.Sender, q.Agent, where, oneLine(q.Text, 500)), "", "request")
+		}
+	}
 	steers, err := l.rooms.PendingSteersOf(ctx, msgID)
 	if err != nil {
 		l.log.Warn("reading a message's steers failed", "message", msgID, "err", err)
@@ -162,6 +191,21 @@ func (l *Link) routeMessage(ctx context.Context, msgID int64) {
 		}
 	}
 	wg.Wait()
+}
+
+// routeForwarded delivers a moderated mention its owner forwarded.
+func (l *Link) routeForwarded(ctx context.Context, steerID string) {
+	o, err := l.rooms.ForwardedSteer(ctx, steerID)
+	if err != nil {
+		return // answered meanwhile, or applied on another node's terms
+	}
+	done := make(chan struct{})
+	if l.queueSteer(*o, func() { close(done) }) {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // agentSender delivers one agent's steers in order.
@@ -259,7 +303,7 @@ func (l *Link) deliverSteer(o store.Outbound) {
 	st := wire.Steer{ID: o.SteerID, Agent: a.Name, Owner: a.Owner, Room: o.Room, RoomKind: roomKind(o.Room), MessageID: o.MessageID,
 		Sender: o.Sender, SenderIsOwner: o.Sender == a.Owner, SentAt: o.SentAt, Text: o.Text, Stop: o.Stop, ExpectedTurn: o.ExpectedTurn,
 		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: l.timelineHead(ctx, a.ID),
-		Thread: o.Thread, NewTurn: o.NewTurn, Follows: o.Follows, Files: l.steerFiles(ctx, o.Files)}
+		Thread: o.Thread, NewTurn: o.NewTurn, Follows: o.Follows, Files: l.steerFiles(ctx, o.Files), ForwardedBy: o.ForwardedBy, Forward: o.Forward}
 	for _, p := range o.Parts {
 		st.Parts = append(st.Parts, wire.Part{Kind: p.Kind, Start: p.Start, End: p.End})
 	}
@@ -337,4 +381,11 @@ func (l *Link) AwaitReceipts(ctx context.Context, m *chat.Message) []chat.Receip
 			return rs
 		}
 	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

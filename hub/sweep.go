@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
@@ -56,6 +57,16 @@ func (l *Link) sweep() {
 				Detail: "the agent's turn did not end before the message's maximum age"})
 			if err != nil && wh.ErrorCode(err) != wh.EConflict {
 				l.log.Warn("expiring a queued steer failed", "steer", r.SteerID, "err", err)
+			}
+		}
+	}
+	if rs, err := l.rooms.ExpiredHeldSteers(ctx, now.Add(-expiryGrace)); err == nil {
+		for _, r := range rs {
+			owner, _, _ := strings.Cut(r.Agent, "/")
+			err := l.rooms.UpdateSteerOnce(ctx, "expire:"+r.SteerID, wire.Receipt{SteerID: r.SteerID, Status: wire.StatusExpired, Reason: wire.ReasonExpired,
+				Detail: "@" + owner + " did not forward it in time"})
+			if err != nil && wh.ErrorCode(err) != wh.EConflict {
+				l.log.Warn("expiring a held steer failed", "steer", r.SteerID, "err", err)
 			}
 		}
 	}

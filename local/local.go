@@ -49,8 +49,10 @@ type Running struct {
 	// default.
 	ControlSocket string
 	DefaultSocket bool
-	cancel        context.CancelFunc
-	bridgeDone    chan error
+	// Bridge is the local bridge (its devices, enrollment codes).
+	Bridge     *bridge.Bridge
+	cancel     context.CancelFunc
+	bridgeDone chan error
 }
 
 // Close stops the bridge, then the hub.
@@ -158,13 +160,15 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 		}
 		cancel()
 	}
+	// The owner consents on this machine: the demo may act in #general.
 	demo := bridge.AgentConfig{Name: "demo", Harness: "demo", Options: map[string]string{},
-		PolicyFile: bridge.PolicyConfig{Address: "members", ApprovalTimeout: "10m"}}
+		PolicyFile: bridge.PolicyConfig{Address: "members", ApprovalTimeout: "10m"}, Rooms: map[string]string{"general": "normal"}}
 	if cfg.DemoStep != "" {
 		demo.Options["step"] = cfg.DemoStep
 	}
 	b, err := bridge.New(bridge.Config{Creds: creds, Agents: []bridge.AgentConfig{demo}, Harnesses: harnesses.All(), Out: cfg.Out,
-		ControlSocket: r.ControlSocket, Logger: cfg.Hub.Logger, JournalDir: filepath.Join(cfg.Hub.DataDir, "journal")})
+		ControlSocket: r.ControlSocket, Logger: cfg.Hub.Logger, JournalDir: filepath.Join(cfg.Hub.DataDir, "journal"),
+		TrustFile: bridge.TrustPath(credsPath)})
 	if err != nil {
 		return fail(err)
 	}
@@ -191,5 +195,6 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 	if _, _, err := rooms.AddAgent(ctx, admin, "general", handle); err != nil && wh.ErrorCode(err) != wh.EConflict {
 		return fail(err)
 	}
+	r.Bridge = b
 	return r, nil
 }

@@ -89,9 +89,9 @@ func ValidatePolicy(p *wire.Policy) error {
 	switch p.Address {
 	case "":
 		p.Address = d.Address
-	case wire.AddressOwner, wire.AddressUsers, wire.AddressMembers:
+	case wire.AddressOwner, wire.AddressUsers, wire.AddressMembers, wire.AddressModerate:
 	default:
-		return wh.Errorf(wh.EInvalid, "policy.address must be owner, users or members, not %q", p.Address)
+		return wh.Errorf(wh.EInvalid, "policy.address must be owner, users, moderate or members, not %q", p.Address)
 	}
 	for _, u := range p.Allowed {
 		if !chat.ValidUserName(u) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
@@ -138,7 +139,7 @@ func applyAgentRegistered(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.E
 	pol, _ := json.Marshal(d.Policy)
 	_, err = tx.ExecContext(ctx, `INSERT INTO agents (id, owner_id, name, bridge_id, harness, can_steer, policy) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (owner_id, name) DO UPDATE SET bridge_id = excluded.bridge_id, harness = excluded.harness, can_steer = excluded.can_steer,
-		released = 0, policy = CASE WHEN agents.policy_set = 1 THEN agents.policy ELSE excluded.policy END`,
+		released = 0, policy = excluded.policy`,
 		seq, owner, d.Name, d.Bridge, d.Harness, d.CanSteer, string(pol))
 	if err != nil {
 		return nil, err
@@ -300,7 +301,7 @@ func agentStatusFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, handle strin
 func applyAgentRoomChange(add bool) applier {
 	stmt, kind, typ := `DELETE FROM room_agents WHERE room_id = ? AND agent_id = ?`, "consent.removed", chat.EvAgentRemoved
 	if add {
-		stmt, kind, typ = `INSERT INTO room_agents (room_id, agent_id, added_by) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, "consent.added", chat.EvAgentAdded
+		stmt, kind, typ = `INSERT INTO room_agents (room_id, agent_id, added_by, ceiling) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, "consent.added", chat.EvAgentAdded
 	}
 	return func(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
 		var d chat.AgentRoomChange
@@ -317,7 +318,11 @@ func applyAgentRoomChange(add bool) applier {
 		}
 		args := []any{rid, a.ID}
 		if add {
-			args = append(args, d.By)
+			ceiling := d.Ceiling
+			if ceiling == "" {
+				ceiling = authz.CeilingNormal
+			}
+			args = append(args, d.By, ceiling)
 		}
 		res, err := tx.ExecContext(ctx, stmt, args...)
 		if err != nil {
@@ -329,7 +334,14 @@ func applyAgentRoomChange(add bool) applier {
 			}
 			return nil, wh.Errorf(wh.ENotFound, "@%s is not in %s", d.Handle, d.Room)
 		}
-		if err := timelineTx(ctx, tx, seq, a.ID, kind, "", d.By, map[string]string{"room": d.Room}, ev.At); err != nil {
+		detail := map[string]string{"room": d.Room}
+		if d.Ceiling != "" && d.Ceiling != authz.CeilingNormal {
+			detail["ceiling"] = d.Ceiling
+		}
+		if d.Device != "" {
+			detail["device"] = d.Device
+		}
+		if err := timelineTx(ctx, tx, seq, a.ID, kind, "", d.By, detail, ev.At); err != nil {
 			return nil, err
 		}
 		var feed []chat.FeedItem

@@ -14,14 +14,15 @@ import (
 )
 
 const approvalCols = `p.id, u.name || '/' || a.name, u.name, p.turn_id, p.room, p.tool, p.summary, p.diff, p.payload, p.payload_hash, p.steered_by,
-	p.tainted, p.status, p.decided_by, p.reason, p.expires_at, p.created_at, p.sandbox, p.data, p.thread_id
+	p.tainted, p.status, p.decided_by, p.reason, p.expires_at, p.created_at, p.sandbox, p.data, p.thread_id, p.decided_device,
+	COALESCE((SELECT d.name FROM devices d WHERE d.id = p.decided_device AND d.bridge_id = a.bridge_id), ''), p.unverified
 	FROM approvals p JOIN agents a ON a.id = p.agent_id JOIN users u ON u.id = a.owner_id`
 
 func scanApproval(sc scanner) (*chat.Approval, error) {
 	var p chat.Approval
 	var steered, exp, at, data string
 	if err := sc.Scan(&p.ID, &p.Agent, &p.Owner, &p.TurnID, &p.Room, &p.Tool, &p.Summary, &p.Diff, &p.Payload, &p.PayloadHash, &steered,
-		&p.Tainted, &p.Status, &p.DecidedBy, &p.Reason, &exp, &at, &p.Sandbox, &data, &p.Thread); err != nil {
+		&p.Tainted, &p.Status, &p.DecidedBy, &p.Reason, &exp, &at, &p.Sandbox, &data, &p.Thread, &p.DecidedDevice, &p.DeviceName, &p.Unverified); err != nil {
 		return nil, err
 	}
 	json.Unmarshal([]byte(steered), &p.SteeredBy)
@@ -150,10 +151,14 @@ func applyApprovalDecided(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.E
 	if status != wire.ApprovalPending {
 		return nil, &wh.Error{Code: wh.EConflict, Message: "this request was already " + status, Reason: authz.ReasonAlreadyDecided}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, reason = ? WHERE id = ?`, d.Status, d.By, d.Reason, d.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_device = ? WHERE id = ?`, d.Status, d.By, d.Reason, d.Device, d.ID); err != nil {
 		return nil, err
 	}
-	if err := timelineTx(ctx, tx, seq, agentID, "approval."+d.Status, turn, d.By, map[string]any{"approvalId": d.ID, "payloadHash": d.Hash, "reason": d.Reason}, ev.At); err != nil {
+	detail := map[string]any{"approvalId": d.ID, "payloadHash": d.Hash, "reason": d.Reason}
+	if d.Device != "" {
+		detail["device"] = d.Device
+	}
+	if err := timelineTx(ctx, tx, seq, agentID, "approval."+d.Status, turn, d.By, detail, ev.At); err != nil {
 		return nil, err
 	}
 	return approvalFeedTx(ctx, tx, seq, d.ID, ev.At)

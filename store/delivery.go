@@ -57,6 +57,10 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 			dec := authz.MayAddress(authz.AddressCheck{Sender: d.Author, SenderIsMember: true, AgentInRoom: in,
 				Owner: a.Owner, Address: pol.Address, Allowed: pol.Allowed, Stop: st.stop})
 			switch {
+			case dec.Reason == authz.ReasonModerated:
+				// The owner reads it first: it waits, and the owner is told.
+				exp := at.Add(HeldTTL)
+				st.status, st.reason, st.detail, st.expires = wire.StatusHeld, wire.ReasonModerated, "waiting for @"+a.Owner, &exp
 			case !dec.Allow:
 				st.status, st.reason, st.detail = wire.StatusRejected, dec.Reason, dec.Message
 			case a.Bridge == "":
@@ -110,6 +114,12 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 			return nil, err
 		}
 		feed = append(feed, items...)
+		if st.status == wire.StatusHeld {
+			if items, err = heldFeedTx(ctx, tx, seq, id, at); err != nil {
+				return nil, err
+			}
+			feed = append(feed, items...)
+		}
 	}
 	return feed, nil
 }
@@ -123,12 +133,17 @@ type steerRow struct {
 	thread                         int64
 	newTurn                        bool
 	follows                        string
+	expires                        *time.Time
 }
 
 func (st steerRow) insertTx(ctx context.Context, tx *sql.Tx, at time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, expected_turn, stop, updated_at, thread_id, new_turn, follows)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.id, st.messageID, st.roomID, st.agentID, st.sender, st.status, st.reason, st.detail, st.expectedTurn, st.stop, ts(at),
-		st.thread, st.newTurn, st.follows)
+	var exp any
+	if st.expires != nil {
+		exp = ts(*st.expires)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, expected_turn, stop, updated_at, thread_id, new_turn, follows, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.id, st.messageID, st.roomID, st.agentID, st.sender, st.status, st.reason, st.detail, st.expectedTurn, st.stop, ts(at),
+		st.thread, st.newTurn, st.follows, exp)
 	return err
 }
 
@@ -389,36 +404,52 @@ type Outbound struct {
 	NewTurn      bool
 	Follows      string
 	Files        []chat.File
+	// Forward is the owner's signed forward of a moderated mention.
+	Forward *wire.Signed
 }
+
+// outboundQuery reads steers with the message as it was posted.
+const outboundQuery = `SELECT s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason,
+		s.detail, s.turn_id, s.expires_at, s.updated_at, s.expected_turn, s.stop,
+		` + postedText + `, COALESCE((SELECT e.old_parts FROM message_edits e WHERE e.message_id = m.id ORDER BY e.seq LIMIT 1), m.parts), m.created_at,
+		s.thread_id, s.new_turn, s.follows, m.files, s.forwarded_by, s.forward
+		FROM steers s JOIN rooms r ON r.id = s.room_id JOIN messages m ON m.id = s.message_id
+		LEFT JOIN agents a ON a.id = s.agent_id LEFT JOIN users u ON u.id = a.owner_id`
+
+// postedText is a message's text as it was posted: an edit never changes
+// what an agent is sent (nor what its owner forwards).
+const postedText = `COALESCE((SELECT e.old_text FROM message_edits e WHERE e.message_id = m.id ORDER BY e.seq LIMIT 1), m.text)`
 
 // PendingSteersOf lists the steers of a message still waiting for the
 // router, with the message they carry.
 func (s *Store) PendingSteersOf(ctx context.Context, messageID int64) ([]Outbound, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason,
-		s.detail, s.turn_id, s.expires_at, s.updated_at, s.expected_turn, s.stop,
-		COALESCE((SELECT e.old_text FROM message_edits e WHERE e.message_id = m.id ORDER BY e.seq LIMIT 1), m.text),
-		COALESCE((SELECT e.old_parts FROM message_edits e WHERE e.message_id = m.id ORDER BY e.seq LIMIT 1), m.parts), m.created_at,
-		s.thread_id, s.new_turn, s.follows,
-		m.files
-		FROM steers s JOIN rooms r ON r.id = s.room_id JOIN messages m ON m.id = s.message_id
-		LEFT JOIN agents a ON a.id = s.agent_id LEFT JOIN users u ON u.id = a.owner_id
-		WHERE s.message_id = ? AND s.status = 'pending' ORDER BY s.id`, messageID)
+	rows, err := s.db.r.QueryContext(ctx, outboundQuery+` WHERE s.message_id = ? AND s.status = 'pending' ORDER BY s.id`, messageID)
 	if err != nil {
 		return nil, wh.Wrap(err, "read steers")
 	}
 	defer rows.Close()
+	return scanOutbounds(rows)
+}
+
+func scanOutbounds(rows *sql.Rows) ([]Outbound, error) {
 	var out []Outbound
 	for rows.Next() {
 		var o Outbound
 		var exp sql.NullString
-		var at, parts, sent, files string
+		var at, parts, sent, files, forward string
 		if err := rows.Scan(&o.SteerID, &o.MessageID, &o.Room, &o.Agent, &o.Sender, &o.Status, &o.Via, &o.Reason, &o.Detail, &o.TurnID, &exp, &at,
-			&o.ExpectedTurn, &o.Stop, &o.Text, &parts, &sent, &o.Thread, &o.NewTurn, &o.Follows, &files); err != nil {
+			&o.ExpectedTurn, &o.Stop, &o.Text, &parts, &sent, &o.Thread, &o.NewTurn, &o.Follows, &files, &o.ForwardedBy, &forward); err != nil {
 			return nil, wh.Wrap(err, "read steers")
 		}
 		json.Unmarshal([]byte(parts), &o.Parts)
 		json.Unmarshal([]byte(files), &o.Files)
 		o.SentAt, _ = time.Parse(time.RFC3339Nano, sent)
+		if forward != "" {
+			var sig wire.Signed
+			if json.Unmarshal([]byte(forward), &sig) == nil {
+				o.Forward = &sig
+			}
+		}
 		out = append(out, o)
 	}
 	return out, rows.Err()

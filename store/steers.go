@@ -138,14 +138,14 @@ func turnThreadFromSteerTx(ctx context.Context, tx *sql.Tx, seq uint64, steerID 
 	return threadFeedTx(ctx, tx, seq, thread, at)
 }
 
-const receiptCols = `s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason, s.detail, s.turn_id, s.expires_at, s.updated_at
-	FROM steers s JOIN rooms r ON r.id = s.room_id LEFT JOIN agents a ON a.id = s.agent_id LEFT JOIN users u ON u.id = a.owner_id`
+const receiptCols = `s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason, s.detail, s.turn_id, s.expires_at, s.updated_at,
+	s.forwarded_by FROM steers s JOIN rooms r ON r.id = s.room_id LEFT JOIN agents a ON a.id = s.agent_id LEFT JOIN users u ON u.id = a.owner_id`
 
 func scanReceipt(sc scanner) (chat.Receipt, error) {
 	var r chat.Receipt
 	var exp sql.NullString
 	var at string
-	err := sc.Scan(&r.SteerID, &r.MessageID, &r.Room, &r.Agent, &r.Sender, &r.Status, &r.Via, &r.Reason, &r.Detail, &r.TurnID, &exp, &at)
+	err := sc.Scan(&r.SteerID, &r.MessageID, &r.Room, &r.Agent, &r.Sender, &r.Status, &r.Via, &r.Reason, &r.Detail, &r.TurnID, &exp, &at, &r.ForwardedBy)
 	if exp.Valid {
 		t, _ := time.Parse(time.RFC3339Nano, exp.String)
 		r.Expires = &t
@@ -245,7 +245,7 @@ func (s *Store) queryReceipts(ctx context.Context, where string, args ...any) ([
 // deadline (a late answer is the truth).
 func receiptMayMove(cur, curReason, next string) bool {
 	switch cur {
-	case chat.StatusPending:
+	case chat.StatusPending, wire.StatusHeld:
 		return true
 	case wire.StatusQueued:
 		return next != wire.StatusQueued

@@ -44,6 +44,7 @@ func Open(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, err
 	s.registerAgentAppliers()
 	s.registerChatAppliers()
 	s.registerPeopleAppliers()
+	s.registerOwnerAppliers()
 	return s, nil
 }
 

@@ -22,10 +22,11 @@ type AgentAPI interface {
 	Annotate(ctx context.Context, viewer *chat.User, roomName string, agents []*chat.Agent)
 	// Interrupt stops the agent's running turn (owner only).
 	Interrupt(ctx context.Context, actor *chat.User, handle string) error
-	// PolicyChanged tells the agent's bridge about a new policy.
-	PolicyChanged(ctx context.Context, a *chat.Agent)
-	// Decide relays the owner's decision to the bridge and records it.
-	Decide(ctx context.Context, actor *chat.User, id, decision, hash string) (*chat.Approval, error)
+	// Decide relays the owner's decision to the bridge and records it; an
+	// approval carries the owner's signed statement.
+	Decide(ctx context.Context, actor *chat.User, id, decision, hash string, signed *wire.Signed) (*chat.Approval, error)
+	// OwnerAPI relays the owner's other decisions (see owner_api.go).
+	OwnerAPI
 	// PairCommand is the exact command an owner runs to pair a bridge.
 	PairCommand(token string) string
 	// NATSURL is where bridges connect.
@@ -49,6 +50,7 @@ func (s *Server) agentRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /api/v1/bridges/pair", s.wrap(noRetryKey(s.postPair)))
 	mux.Handle("GET /api/v1/bridges", s.authed(s.getBridges))
 	mux.Handle("DELETE /api/v1/bridges/{id}", s.authed(s.deleteBridge))
+	s.ownerRoutes(mux)
 }
 
 func handleOf(r *http.Request) string { return r.PathValue("owner") + "/" + r.PathValue("name") }
@@ -93,6 +95,7 @@ func (s *Server) getRoomAgents(w http.ResponseWriter, r *http.Request, u *chat.U
 func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
 		Policy *wire.Policy `json:"policy"`
+		Signed *wire.Signed `json:"signed"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -100,12 +103,12 @@ func (s *Server) patchAgent(w http.ResponseWriter, r *http.Request, u *chat.User
 	if in.Policy == nil {
 		return wh.Errorf(wh.EInvalid, `send {"policy":{...}}`)
 	}
-	a, err := s.rooms.SetPolicy(r.Context(), u, handleOf(r), *in.Policy)
-	if err != nil {
+	if err := s.needAgents(); err != nil {
 		return err
 	}
-	if s.agents != nil {
-		s.agents.PolicyChanged(r.Context(), a)
+	a, err := s.agents.SetPolicy(r.Context(), u, handleOf(r), *in.Policy, in.Signed)
+	if err != nil {
+		return err
 	}
 	a.Policy = ptr(a.EffectivePolicy())
 	writeJSON(w, http.StatusOK, map[string]any{"agent": a})
@@ -141,12 +144,20 @@ func (s *Server) getTimeline(w http.ResponseWriter, r *http.Request, u *chat.Use
 
 func (s *Server) postRoomAgent(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
-		Agent string `json:"agent"`
+		Agent   string       `json:"agent"`
+		Ceiling string       `json:"ceiling"`
+		Signed  *wire.Signed `json:"signed"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	status, inv, err := s.rooms.AddAgent(r.Context(), u, r.PathValue("room"), in.Agent)
+	if err := s.needAgents(); err != nil {
+		return err
+	}
+	if err := in.Signed.Validate(); err != nil {
+		return err
+	}
+	status, inv, err := s.agents.AddAgent(r.Context(), u, r.PathValue("room"), in.Agent, in.Ceiling, in.Signed)
 	if err != nil {
 		return err
 	}
@@ -160,7 +171,10 @@ func (s *Server) postRoomAgent(w http.ResponseWriter, r *http.Request, u *chat.U
 
 func (s *Server) deleteRoomAgent(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	roomName, handle := r.PathValue("room"), handleOf(r)
-	if err := s.rooms.RemoveAgent(r.Context(), u, roomName, handle); err != nil {
+	if err := s.needAgents(); err != nil {
+		return err
+	}
+	if err := s.agents.RemoveAgent(r.Context(), u, roomName, handle); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -182,7 +196,8 @@ func (s *Server) postInvitation(w http.ResponseWriter, r *http.Request, u *chat.
 		return wh.Errorf(wh.EInvalid, "invitation ids are numbers")
 	}
 	var in struct {
-		Decision string `json:"decision"`
+		Decision string       `json:"decision"`
+		Signed   *wire.Signed `json:"signed"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -190,7 +205,13 @@ func (s *Server) postInvitation(w http.ResponseWriter, r *http.Request, u *chat.
 	if in.Decision != "accept" && in.Decision != "decline" {
 		return wh.Errorf(wh.EInvalid, `decision must be "accept" or "decline"`)
 	}
-	inv, err := s.rooms.DecideInvitation(r.Context(), u, id, in.Decision == "accept")
+	if err := s.needAgents(); err != nil {
+		return err
+	}
+	if err := in.Signed.Validate(); err != nil {
+		return err
+	}
+	inv, err := s.agents.AnswerInvitation(r.Context(), u, id, in.Decision == "accept", in.Signed)
 	if err != nil {
 		return err
 	}
@@ -226,8 +247,9 @@ func (s *Server) postApproval(w http.ResponseWriter, r *http.Request, u *chat.Us
 		return err
 	}
 	var in struct {
-		Decision    string `json:"decision"`
-		PayloadHash string `json:"payloadHash"`
+		Decision    string       `json:"decision"`
+		PayloadHash string       `json:"payloadHash"`
+		Signed      *wire.Signed `json:"signed"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
@@ -235,7 +257,10 @@ func (s *Server) postApproval(w http.ResponseWriter, r *http.Request, u *chat.Us
 	if in.Decision != "approve" && in.Decision != "deny" {
 		return wh.Errorf(wh.EInvalid, `decision must be "approve" or "deny"`)
 	}
-	p, err := s.agents.Decide(r.Context(), u, r.PathValue("id"), in.Decision, in.PayloadHash)
+	if err := in.Signed.Validate(); err != nil {
+		return err
+	}
+	p, err := s.agents.Decide(r.Context(), u, r.PathValue("id"), in.Decision, in.PayloadHash, in.Signed)
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,8 @@ func invalid(format string, args ...any) error {
 	return wh.Errorf(wh.EInvalid, format, args...)
 }
 
+func utf8Valid(s string) bool { return utf8.ValidString(s) }
+
 func checkText(field, s string, max int) error {
 	if len(s) > max {
 		return invalid("%s is %d bytes, more than %d", field, len(s), max)
@@ -133,15 +135,23 @@ func (a *AgentInfo) Validate() error {
 			return invalid("agent %s: steer id %q is not valid", a.Name, clip(id))
 		}
 	}
+	if len(a.Rooms) > 10000 {
+		return invalid("agent %s: too many rooms", a.Name)
+	}
+	for i := range a.Rooms {
+		if err := a.Rooms[i].validate(); err != nil {
+			return err
+		}
+	}
 	return a.Policy.Validate()
 }
 
 // Validate checks a policy's shape (the hub applies its own defaults).
 func (p *Policy) Validate() error {
 	switch p.Address {
-	case "", AddressOwner, AddressUsers, AddressMembers:
+	case "", AddressOwner, AddressUsers, AddressMembers, AddressModerate:
 	default:
-		return invalid("policy address %q: want owner, users or members", clip(p.Address))
+		return invalid("policy address %q: want owner, users, moderate or members", clip(p.Address))
 	}
 	if len(p.Allowed) > 1000 || len(p.AutoApprove) > 1000 {
 		return invalid("policy lists are too long")
@@ -172,6 +182,14 @@ func (a *Announce) Validate() error {
 	}
 	if a.CallTimeout < 0 || a.CallTimeout.D() > MaxCallTimeout {
 		return invalid("call timeout must be between 0 and %s", MaxCallTimeout)
+	}
+	if len(a.Devices) > 1000 {
+		return invalid("more than 1000 devices")
+	}
+	for i := range a.Devices {
+		if err := a.Devices[i].validate(); err != nil {
+			return err
+		}
 	}
 	seen := map[string]bool{}
 	for i := range a.Agents {
@@ -393,6 +411,9 @@ func (u *ApprovalUpdate) Validate() error {
 	if err := checkOpt("by", u.By, nameRE); err != nil {
 		return err
 	}
+	if err := checkOpt("device", u.Device, deviceIDRE); err != nil {
+		return err
+	}
 	if u.PayloadHash != "" && !hashRE.MatchString(u.PayloadHash) {
 		return invalid("payload hash must be 64 lower-case hex digits")
 	}
@@ -440,6 +461,12 @@ func (s *Steer) Validate() error {
 	}
 	if s.Deadline.IsZero() {
 		return invalid("the steer has no deadline")
+	}
+	if err := checkOpt("forwarded by", s.ForwardedBy, nameRE); err != nil {
+		return err
+	}
+	if err := s.Forward.Validate(); err != nil {
+		return err
 	}
 	if s.Thread < 0 {
 		return invalid("thread must be a message id")
@@ -517,6 +544,9 @@ func (d *Decision) Validate() error {
 		return invalid("payload hash must be 64 lower-case hex digits")
 	}
 	if err := checkHead(d.TimelineHead); err != nil {
+		return err
+	}
+	if err := d.Signed.Validate(); err != nil {
 		return err
 	}
 	return checkText("reason", d.Reason, MaxDetail)

@@ -119,7 +119,8 @@ type Part struct {
 
 // Policy is the owner's setting for one agent.
 type Policy struct {
-	// Address: "owner" (default), "users" (owner + Allowed), "members" (any member of a room the agent is in).
+	// Address: "owner" (default), "users" (owner + Allowed), "members" (any member of a room the agent is in),
+	// "moderate" (owner + Allowed; anyone else's mention waits for the owner to forward it).
 	Address      string   `json:"address"`
 	Allowed      []string `json:"allowed,omitempty"`     // user names for Address=="users"
 	Steering     bool     `json:"steering"`              // busy mentions steer (true) or queue (false)
@@ -178,6 +179,10 @@ type Steer struct {
 	// when it sent the steer. The bridge journals it; inspect --verify later
 	// checks that the hub's timeline still holds that entry unchanged.
 	TimelineHead *ChainHead `json:"timelineHead,omitempty"`
+	// ForwardedBy names the owner who forwarded a held (moderated) mention;
+	// Forward is their signed statement, which the bridge verifies.
+	ForwardedBy string  `json:"forwardedBy,omitempty"`
+	Forward     *Signed `json:"forward,omitempty"`
 	// Thread is the root of the thread the message replies in (0: the
 	// message is in the channel, and a turn it starts lives in the thread
 	// under it). The bridge reports it with the turn's events (TurnEvent.Thread).
@@ -269,6 +274,10 @@ type AgentInfo struct {
 	// which of them it already ended (ControlResync).
 	Pending []string `json:"pending,omitempty"`
 	Queued  []string `json:"queued,omitempty"`
+	// Rooms are the rooms the bridge lets the agent act in (its owner's
+	// consent, as the bridge holds it) and their ceilings. The owner's own
+	// DM with the agent is always allowed and not listed.
+	Rooms []RoomGrant `json:"rooms,omitempty"`
 }
 
 // Agent statuses.
@@ -287,6 +296,8 @@ type Announce struct {
 	// CallTimeout is the bridge's bound on a harness call: the hub waits
 	// this long past a steer's deadline for the bridge's answer.
 	CallTimeout Duration `json:"callTimeout,omitempty"`
+	// Devices are the owner devices the bridge trusts.
+	Devices []Device `json:"devices,omitempty"`
 }
 
 // AnnounceAck answers an Announce with the owner the hub knows for this
@@ -375,6 +386,9 @@ type Control struct {
 	TurnID string  `json:"turnId,omitempty"`
 	Policy *Policy `json:"policy,omitempty"`
 	By     string  `json:"by"`
+	// Signed is the owner's signed policy statement: needed when the
+	// policy lets the agent do more than the bridge's current one.
+	Signed *Signed `json:"signed,omitempty"`
 	// Resync: the approvals and queued steers the hub ended.
 	Approvals []string `json:"approvals,omitempty"`
 	Steers    []string `json:"steers,omitempty"`
@@ -427,6 +441,9 @@ type Decision struct {
 
 	// TimelineHead: as in Steer, the hub's newest timeline entry for the agent.
 	TimelineHead *ChainHead `json:"timelineHead,omitempty"`
+	// Signed is the owner's signed approval statement; an approval without
+	// a valid one is refused (a denial needs none).
+	Signed *Signed `json:"signed,omitempty"`
 }
 
 // ApprovalUpdate reports an approval decided or ended on the bridge itself:
@@ -438,6 +455,9 @@ type ApprovalUpdate struct {
 	By          string `json:"by,omitempty"`
 	PayloadHash string `json:"payloadHash,omitempty"`
 	Reason      string `json:"reason,omitempty"`
+	// Device is the owner device whose signed decision the bridge accepted
+	// ("" for a decision made on the bridge machine).
+	Device string `json:"device,omitempty"`
 }
 
 // Approval states.
@@ -454,6 +474,7 @@ type Ack struct {
 	OK      bool   `json:"ok"`
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
+	Reason  string `json:"reason,omitempty"` // machine-readable, such as bad-signature
 }
 
 // Duration is a time.Duration that reads and writes as "5s" in JSON.

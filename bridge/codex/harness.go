@@ -113,7 +113,7 @@ func (h *Harness) StartTurn(ctx context.Context, in bridge.Input) (string, error
 	if err != nil {
 		return "", err
 	}
-	return s.startTurn(ctx, in.Text, in.Strict)
+	return s.startTurn(ctx, in.Text, in.Strict, in.ReadOnly)
 }
 
 var _ bridge.Gating = (*Harness)(nil)

@@ -23,6 +23,12 @@ type policy struct {
 // sandbox there would only pretend to limit what the owner approved.
 var strictPolicy = policy{approval: "untrusted", sandbox: "danger-full-access"}
 
+// readOnlyPolicy is what a turn from a room the owner made read-only for
+// the agent runs under: codex's read-only sandbox, so commands may read but
+// nothing can write, and whatever asks to leave the sandbox reaches the
+// gate — which denies it without asking the owner.
+var readOnlyPolicy = policy{approval: "on-request", sandbox: "read-only"}
+
 func (p policy) String() string { return p.approval + "/" + p.sandbox }
 
 // asksFirst: codex asks before every command and file change.
@@ -183,7 +189,9 @@ func (s *session) turnStrict(turn string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.turnPolicy[turn]
-	return ok && p.asksFirst()
+	// A read-only turn has no side effect that does not reach the gate:
+	// the sandbox blocks writes, and leaving it asks.
+	return ok && (p.asksFirst() || p == readOnlyPolicy)
 }
 
 // turnSandboxed: turn runs inside a restricting sandbox.

@@ -262,16 +262,19 @@ func (s *session) isEnded(id string) bool {
 	return false
 }
 
-// startTurn starts a turn under the owner's policy, or under strictPolicy
-// when strict; the thread's settings are changed and confirmed by codex
-// before the text goes in.
-func (s *session) startTurn(ctx context.Context, text string, strict bool) (string, error) {
+// startTurn starts a turn under the owner's policy, under strictPolicy
+// when strict, or readOnlyPolicy when read-only; the thread's settings are
+// changed and confirmed by codex before the text goes in.
+func (s *session) startTurn(ctx context.Context, text string, strict, readOnly bool) (string, error) {
 	want := s.h.cfg.owner()
-	if strict {
+	if strict || readOnly {
 		if why := homeProblem(s.h.cfg); why != "" {
 			return "", fmt.Errorf("%w: %s", bridge.ErrNotStrict, why)
 		}
 		want = strictPolicy
+		if readOnly {
+			want = readOnlyPolicy
+		}
 	}
 	s.mu.Lock()
 	if s.turn != "" || s.starting {

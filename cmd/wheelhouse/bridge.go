@@ -23,7 +23,7 @@ type bridgeFlags struct {
 	callTimeout                                                    time.Duration
 }
 
-var bridgeSubcommands = []string{"pair", "run", "invitations", "accept", "decline"}
+var bridgeSubcommands = []string{"pair", "run", "invitations", "accept", "decline", "devices"}
 
 // bridgeFlagSets are the bridge subcommands' flag sets (also checked
 // against docker-compose.yml by a test).
@@ -56,7 +56,11 @@ func bridgeFlagSet(sub string, help io.Writer) (*flag.FlagSet, *bridgeFlags) {
 		fs.DurationVar(&f.callTimeout, "call-timeout", bridge.DefaultCallTimeout, "how long a harness may take to take a message or start a turn before that message fails")
 		fs.StringVar(&f.journal, "journal", bridge.DefaultJournalDir(), "where each agent's append-only journal is kept (wheelhouse inspect --verify reads it)")
 	case "accept", "decline":
-		fs = newFlags("bridge "+sub, "bridge "+sub+" ID", help)
+		fs = newFlags("bridge "+sub, "bridge "+sub+" ID [--socket PATH]", help)
+		fs.StringVar(&f.socket, "socket", "", "the running bridge's control socket `path` (default: "+bridge.DefaultControlSocket()+", or wheelhouse up's)")
+	case "devices":
+		fs = newFlags("bridge devices", "bridge devices [list | add | revoke ID] [--socket PATH]", help)
+		fs.StringVar(&f.socket, "socket", "", "the running bridge's control socket `path` (default: "+bridge.DefaultControlSocket()+", or wheelhouse up's)")
 	default:
 		fs = newFlags("bridge "+sub, "bridge "+sub, help)
 	}
@@ -72,6 +76,8 @@ func runBridge(ctx context.Context, args []string, stdout, stderr io.Writer) err
   invitations  list invitations for your agents
   accept ID    let your agent join the room it was invited to
   decline ID   refuse an invitation
+  devices      the devices you decide from: list, add (shows a code to
+               enter in the browser), revoke ID
 
 Run 'wheelhouse bridge <command> --help' for its flags.
 `)
@@ -86,7 +92,7 @@ Run 'wheelhouse bridge <command> --help' for its flags.
 		known = known || s == sub
 	}
 	if !known {
-		return usageError{fmt.Sprintf("unknown bridge command %q (pair, run, invitations, accept, decline)", sub)}
+		return usageError{fmt.Sprintf("unknown bridge command %q (pair, run, invitations, accept, decline, devices)", sub)}
 	}
 	fs, f := bridgeFlagSet(sub, stdout)
 	if err := parse(fs, rest); err != nil {
@@ -148,11 +154,14 @@ func runBridgeCommand(ctx context.Context, sub string, fs *flag.FlagSet, f *brid
 			return err
 		}
 		b, err := bridge.New(bridge.Config{Creds: creds, Agents: cfg.Agents, Harnesses: harnesses.All(), Out: stdout,
-			ControlSocket: f.socket, CallTimeout: f.callTimeout, Logger: newLogger(stderr, f.logJSON, f.logLevel), JournalDir: f.journal})
+			ControlSocket: f.socket, CallTimeout: f.callTimeout, Logger: newLogger(stderr, f.logJSON, f.logLevel), JournalDir: f.journal,
+			TrustFile: bridge.TrustPath(path)})
 		if err != nil {
 			return err
 		}
 		return b.Run(ctx)
+	case "devices":
+		return runDevices(ctx, fs, f, stdout)
 	default: // invitations, accept, decline
 		path, _ := credentialsPath(f.creds)
 		creds, err := bridge.LoadCredentials(path)
@@ -169,6 +178,19 @@ func runBridgeCommand(ctx context.Context, sub string, fs *flag.FlagSet, f *brid
 				return usageError{"invitation ids are numbers"}
 			}
 			req = wire.InvitationsRequest{Decide: sub, ID: id}
+			// The running bridge records the owner's consent itself.
+			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			_, err = control(cctx, f.socket, bridge.ControlRequest{Op: "invitation", Invitation: id, Decision: sub})
+			switch {
+			case err == nil:
+				fmt.Fprintf(stdout, "%sed invitation %d.\n", map[string]string{"accept": "Accept", "decline": "Declin"}[sub], req.ID)
+				return nil
+			case wh.ErrorCode(err) != wh.EUnavailable:
+				return err
+			case sub == "accept":
+				return wh.Errorf(wh.EUnavailable, "start the bridge first (wheelhouse bridge run): accepting records your consent on the running bridge, which the hub cannot do for you")
+			}
 		}
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()

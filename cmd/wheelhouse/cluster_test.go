@@ -85,7 +85,8 @@ func TestLocalCluster(t *testing.T) {
 	aVia2.Hub = hub2
 	out := &lockedBuffer{}
 	br, err := bridge.New(bridge.Config{Creds: &aVia2, Harnesses: harnesses.All(), Out: out, Logger: testhub.Logger(t),
-		Agents: []bridge.AgentConfig{{Name: "demo", Harness: "demo", Options: map[string]string{"steps": "1", "step": "10ms"}}}})
+		Agents: []bridge.AgentConfig{{Name: "demo", Harness: "demo", Options: map[string]string{"steps": "1", "step": "10ms"},
+			Rooms: map[string]string{"dev": "normal"}}}}) // consent given on the bridge machine
 	if err != nil {
 		t.Fatal(err)
 	}

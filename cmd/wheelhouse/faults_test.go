@@ -64,6 +64,8 @@ func startFaultRig(t *testing.T, policy string, hubArgs ...string) *faultRig {
 [[agent]]
 name = "demo"
 harness = "demo"
+  [agent.rooms]
+  dev = "normal"
   [agent.options]
   steps = "6"
   step = "1s"
@@ -73,7 +75,7 @@ harness = "demo"
 %s
 `, creds, policy)), 0o600)
 	r.startBridge()
-	r.alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	r.alice.AddAgent("dev", "alice/demo")
 	return r
 }
 

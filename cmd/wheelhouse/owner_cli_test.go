@@ -28,7 +28,7 @@ func TestOwnerCLI(t *testing.T) {
 	alice := h.AddUser(admin, "alice")
 	alice.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "dev"})
 	br := h.StartBridge(alice, nil, bridge.AgentConfig{Name: "demo", Harness: "demo", Options: map[string]string{"steps": "2", "step": "10ms"}})
-	alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	alice.AddAgent("dev", "alice/demo")
 	tok := alice.Must(201, "POST", "/api/v1/tokens", map[string]string{"label": "cli"}).Body["token"].(string)
 
 	out, code := runCmd(t, "approvals", "--socket", br.Socket)

@@ -62,7 +62,7 @@ func TestTerminalOutputSanitized(t *testing.T) {
 	alice.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "dev"})
 	br := h.StartBridgeWith(alice, nil, map[string]bridge.Factory{"forger": func(d bridge.Deps) (bridge.Harness, error) { return &forger{d: d}, nil }},
 		bridge.AgentConfig{Name: "forger", Harness: "forger", PolicyFile: bridge.PolicyConfig{Address: "members"}})
-	alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/forger"})
+	alice.AddAgent("dev", "alice/forger")
 	tok := alice.Must(201, "POST", "/api/v1/tokens", map[string]string{"label": "cli"}).Body["token"].(string)
 
 	alice.Post("dev", "@alice/forger go")

@@ -75,10 +75,10 @@ func TestTLSEndToEnd(t *testing.T) {
 
 	t.Run("MentionReachesTheDemoAgent", func(t *testing.T) {
 		cfg := filepath.Join(t.TempDir(), "bridge.toml")
-		os.WriteFile(cfg, []byte("[[agent]]\nname = \"demo\"\nharness = \"demo\"\noptions = { steps = \"1\", step = \"10ms\" }\n"), 0o600)
+		os.WriteFile(cfg, []byte("[[agent]]\nname = \"demo\"\nharness = \"demo\"\noptions = { steps = \"1\", step = \"10ms\" }\nrooms = { dev = \"normal\" }\n"), 0o600)
 		br := startProc(t, homeEnv(t), "bridge", "run", "--config", cfg, "--credentials", creds, "--socket", filepath.Join(t.TempDir(), "b.sock"))
 		br.expect(t, `connected to https://127\.0\.0\.1:\d+ as bridge`)
-		admin.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "admin/demo"})
+		admin.AddAgent("dev", "admin/demo")
 		r := admin.Must(201, "POST", "/api/v1/rooms/dev/messages", map[string]string{"text": "@admin/demo list the files"})
 		if rs := testhub.AsList(r.Body["receipts"]); len(rs) != 1 || rs[0]["status"] == "rejected" {
 			t.Fatalf("receipts %v", rs)

@@ -41,6 +41,11 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "Log in as %q with the password printed on the first run (saved in %s).\n", u.Admin, u.PasswordFile)
 	}
 	fmt.Fprintf(stdout, "The demo agent @%s/demo is in #general: try \"@%s/demo list the files\". Data: %s — stop with Ctrl-C.\n", u.Admin, u.Admin, cfg.DataDir)
+	if len(u.Bridge.Devices()) == 0 {
+		code, exp := u.Bridge.NewEnrollCode()
+		fmt.Fprintf(stdout, "To approve from your browser, enroll it once: log in, open your name → Devices → Enroll this device, and type %s (until %s; wheelhouse bridge devices add shows a new one).\n",
+			code, exp.Local().Format("15:04"))
+	}
 	if u.DefaultSocket {
 		fmt.Fprintf(stdout, "Answer its approval requests here too: wheelhouse approvals, wheelhouse approve ID --hash HEX, wheelhouse deny ID.\n\n")
 	} else {

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
@@ -14,6 +15,9 @@ func TestUp(t *testing.T) {
 	p := startProc(t, env, "up", "--http", "127.0.0.1:0")
 	url := p.expect(t, `^Wheelhouse is running: (\S+)`)[1]
 	pw := p.expect(t, `^Log in as "admin" with password (\S+)`)[1]
+	// The first run shows, in the same terminal, the code that enrolls
+	// the owner's browser.
+	code := p.expect(t, `^To approve from your browser, enroll it once: .* type ([0-9A-Z]{5}-[0-9A-Z]{5}) \(until`)[1]
 	p.expect(t, `^Answer its approval requests here too: wheelhouse approvals`)
 	admin := testhub.NewClient(t, url)
 	admin.Must(201, "POST", "/api/v1/sessions", map[string]string{"name": "admin", "password": pw})
@@ -44,6 +48,30 @@ func TestUp(t *testing.T) {
 		if out, code := runProc(t, env, "bridge", "invitations"); code != 0 || !strings.Contains(out, "No invitations") {
 			t.Fatalf("bridge invitations: %d %s", code, out)
 		}
+	})
+	t.Run("EnrollWithTheCodeItPrinted", func(t *testing.T) {
+		bs := testhub.AsList(admin.Must(200, "GET", "/api/v1/bridges", nil).Body["bridges"])
+		dev := testhub.NewDevice(t, "laptop")
+		admin.Must(201, "POST", "/api/v1/devices", dev.Enrollment(code, bs[0]["id"].(string)))
+		out, code := runProc(t, env, "bridge", "devices")
+		if code != 0 || !strings.Contains(out, dev.ID) || !strings.Contains(out, "laptop") || !strings.Contains(out, "trusted") {
+			t.Fatalf("bridge devices: %d %s", code, out)
+		}
+		// A new code for the next device; the one used is spent.
+		if out, code := runProc(t, env, "bridge", "devices", "add"); code != 0 || !strings.Contains(out, "Enrollment code: ") {
+			t.Fatalf("bridge devices add: %d %s", code, out)
+		}
+		if out, code := runProc(t, env, "bridge", "devices", "revoke", dev.ID); code != 0 || !strings.Contains(out, "revoked") {
+			t.Fatalf("bridge devices revoke: %d %s", code, out)
+		}
+		testhub.WaitFor(t, 10*time.Second, "the hub to show the device revoked", func() bool {
+			for _, d := range testhub.AsList(admin.Must(200, "GET", "/api/v1/devices", nil).Body["devices"]) {
+				if d["id"] == dev.ID && d["revoked"] == true {
+					return true
+				}
+			}
+			return false
+		})
 	})
 	t.Run("DoctorKnowsUp", func(t *testing.T) {
 		out, code := runProc(t, env, "doctor")

@@ -27,7 +27,7 @@ func TestInspectVerifyJournal(t *testing.T) {
 	bob.Must(200, "POST", "/api/v1/rooms/dev/members", nil)
 	br := h.StartBridge(alice, nil, bridge.AgentConfig{Name: "demo", Harness: "demo", Options: map[string]string{"steps": "2", "step": "10ms"},
 		PolicyFile: bridge.PolicyConfig{Address: "members"}})
-	alice.Must(200, "POST", "/api/v1/rooms/dev/agents", map[string]string{"agent": "alice/demo"})
+	alice.AddAgent("dev", "alice/demo")
 	tok := alice.Must(201, "POST", "/api/v1/tokens", map[string]string{"label": "cli"}).Body["token"].(string)
 	journal := bridge.JournalPath(br.Journals, "alice", "demo")
 	verify := func() (string, int) {

@@ -74,7 +74,7 @@ func (h *Hub) StartBridgeWith(owner *Client, creds *bridge.Credentials, extra ma
 	sock := h.t.TempDir() + "/bridge.sock"
 	journals := h.t.TempDir()
 	b, err := bridge.New(bridge.Config{Creds: creds, Agents: agents, Harnesses: fs, Out: out,
-		ControlSocket: sock, Logger: Logger(h.t).With("side", "bridge"), JournalDir: journals})
+		ControlSocket: sock, Logger: Logger(h.t).With("side", "bridge"), JournalDir: journals, TrustFile: h.trustFile(creds.BridgeID)})
 	if err != nil {
 		h.t.Fatalf("bridge: %v", err)
 	}
@@ -100,8 +100,33 @@ func (h *Hub) StartBridgeWith(owner *Client, creds *bridge.Credentials, extra ma
 			return false
 		})
 	}
+	CheckFor(h.t, 30*time.Second, "the bridge's control socket", func() error {
+		_, err := bridge.Control(context.Background(), sock, bridge.ControlRequest{Op: "devices"})
+		return err
+	})
+	if owner != nil && owner.Name == creds.Owner && !enrolled(tb, owner.Device) {
+		// The owner decides from a device this bridge trusts.
+		if owner.Device == nil {
+			owner.Device = NewDevice(h.t, owner.Name+"'s laptop")
+		}
+		h.Enroll(owner, tb, owner.Device)
+	}
 	return tb
 }
+
+// trustFile is the trust store of bridge id, kept across its restarts.
+func (h *Hub) trustFile(id string) string {
+	if p, ok := trustFiles.Load(id); ok {
+		return p.(string)
+	}
+	p := h.t.TempDir() + "/bridge.trust.json"
+	trustFiles.Store(id, p)
+	return p
+}
+
+// trustFiles maps a bridge id to its trust store (a restarted bridge, in
+// the same test, finds its owner's devices and consent again).
+var trustFiles sync.Map
 
 // Stop stops the bridge (idempotent) and returns Run's error.
 func (b *Bridge) Stop() {
@@ -133,3 +158,15 @@ func asList(v any) []map[string]any {
 
 // AsList converts a decoded JSON array of objects.
 func AsList(v any) []map[string]any { return asList(v) }
+
+func enrolled(b *Bridge, d *Device) bool {
+	if d == nil {
+		return false
+	}
+	for _, x := range b.Devices() {
+		if x.ID == d.ID && !x.Revoked {
+			return true
+		}
+	}
+	return false
+}

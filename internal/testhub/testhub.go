@@ -138,6 +138,9 @@ type Client struct {
 	HTTP  *http.Client
 	Token string // bearer token, if set
 	Name  string
+	// Device is the owner device this client signs decisions with (the
+	// first bridge it starts enrolls one).
+	Device *Device
 }
 
 // NewClient returns a client for base URL.

@@ -84,11 +84,17 @@ func (s *suite) fullPolicy(t *testing.T) {
 	a.visible(t, form+" .policy-error")
 	a.waitJS(t, "the hub's reason", fmt.Sprintf(`document.querySelector(%s).textContent.includes('invalid duration')`, js(form+" .policy-error")))
 
+	// More than the bridge's config allows: the bridge refuses, in words.
 	a.fill(t, form+" .policy-max-age", "20m")
+	a.click(t, form+" .policy-save")
+	a.visible(t, form+" .policy-error")
+	a.waitJS(t, "the bridge's reason", fmt.Sprintf(`document.querySelector(%s).textContent.includes('config')`, js(form+" .policy-error")))
+
+	a.fill(t, form+" .policy-max-age", "5m")
 	a.fill(t, form+" .policy-approval-timeout", "2m")
 	a.click(t, form+" .policy-save")
 	a.gone(t, form+" .policy-error")
-	a.waitJS(t, "the stored max age", fmt.Sprintf(`document.querySelector(%s).value === '20m0s'`, js(form+" .policy-max-age")))
+	a.waitJS(t, "the stored max age", fmt.Sprintf(`document.querySelector(%s).value === '5m0s'`, js(form+" .policy-max-age")))
 	a.shot(t, s.shots, "policy")
 
 	var got map[string]any
@@ -97,7 +103,7 @@ func (s *suite) fullPolicy(t *testing.T) {
 			got, _ = ag["policy"].(map[string]any)
 		}
 	}
-	want := map[string]any{"maxAge": "20m0s", "approvalTimeout": "2m0s", "address": "members", "grace": "5s", "startOnEnded": true, "steering": true}
+	want := map[string]any{"maxAge": "5m0s", "approvalTimeout": "2m0s", "address": "members", "grace": "5s", "startOnEnded": true, "steering": true}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("policy.%s = %v after saving, want %v (policy %v)", k, got[k], v, got)

@@ -2,6 +2,7 @@ package browser
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -167,7 +168,14 @@ func (s *suite) approval(t *testing.T) {
 		p.waitJS(t, "the steer noted in the reply", threadMessageJS(demo, "Noted from bob"))
 	}
 	decided := `#approval-tray .approval-card[data-agent="alice/demo"][data-status="approved"]`
-	a.waitJS(t, "decided by alice", fmt.Sprintf(`document.querySelector(%s).textContent.includes('Approved by @alice')`, js(decided)))
+	// The card names the device whose signature the bridge verified.
+	a.waitJS(t, "decided by alice's laptop", fmt.Sprintf(`document.querySelector(%s).textContent.includes('Approved by @alice · laptop')`, js(decided)))
+	if !strings.Contains(s.br.Out(), `signed by device "laptop"`) {
+		t.Fatalf("the bridge did not verify the browser's signature:\n%s", s.br.Out())
+	}
+	if n := ranTimes(t, s.alice, "dev", "delete_file old.log"); n != 1 {
+		t.Fatalf("the approved call ran %d times", n)
+	}
 	a.waitIdle(t)
 	for _, p := range []*page{a, b} {
 		p.closeThread(t)

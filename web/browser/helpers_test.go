@@ -251,6 +251,15 @@ func (p *page) click(t testing.TB, sel string) {
 		}
 		return true;
 	})()`, js(sel)))
+	// Nothing (a toast, a drawer) may cover the point the mouse will hit.
+	p.waitJS(t, sel+" to be uncovered", fmt.Sprintf(`(() => {
+		const e = document.querySelector(%s);
+		if (!e) return false;
+		let r = e.getBoundingClientRect();
+		if (r.top < 0 || r.bottom > innerHeight) { e.scrollIntoView({ block: 'center' }); r = e.getBoundingClientRect(); }
+		const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+		return !!hit && (hit === e || e.contains(hit) || hit.contains(e));
+	})()`, js(sel)))
 	// A list re-rendered between finding the node and clicking it (the
 	// room list redraws on every unread change): find it again.
 	for i := 0; ; i++ {

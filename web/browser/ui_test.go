@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -26,6 +27,8 @@ type suite struct {
 
 	admin, alice *testhub.Client // API clients
 	root, al, bo *page
+	br           *testhub.Bridge // alice's bridge
+	browser      context.Context // the Chromium all pages share
 	other        *page // a fourth browser context: bob's second browser, then carol's
 }
 
@@ -42,12 +45,14 @@ func TestUI(t *testing.T) {
 	s.admin = s.h.Login("root", rootPassword)
 	s.alice = s.h.AddUser(s.admin, "alice")
 	s.h.AddUser(s.admin, "bob")
-	s.h.StartBridge(s.alice, nil, bridge.AgentConfig{Name: "demo", Harness: "demo",
+	s.browser = b
+	s.br = s.h.StartBridge(s.alice, nil, bridge.AgentConfig{Name: "demo", Harness: "demo",
 		Options:    map[string]string{"steps": "3", "step": "200ms"},
 		PolicyFile: bridge.PolicyConfig{Address: "members"}})
 
 	s.step(t, "UsersLogIn", s.usersLogIn)
 	s.step(t, "FirstMinute", s.firstMinute)
+	s.step(t, "OwnerEnrollsThisBrowserWithTheBridgesCode", s.enrollBrowser)
 	s.step(t, "RoomAndAgentAddedInUI", s.roomAndAgent)
 	s.step(t, "LiveMessageWithoutReload", s.liveMessage)
 	s.step(t, "MentionShowsReceiptAndReply", s.mentionReceipt)
@@ -65,8 +70,11 @@ func TestUI(t *testing.T) {
 	s.step(t, "TimelineDialog", s.timeline)
 	s.step(t, "APITokenFromUserMenu", s.apiToken)
 	s.step(t, "FullPolicyInAgentPanel", s.fullPolicy)
+	s.step(t, "RoomCeilingAndModeratedMention", s.ceilingAndModeration)
 	s.step(t, "BridgesListedAndRevoked", s.bridges)
 	s.step(t, "PhoneViewport", s.phone)
+	s.step(t, "OwnerEnrollsAPhoneAndApprovesFromIt", s.phoneApproval)
+	s.step(t, "RevokedDeviceDecisionShownUnverified", s.unverified)
 	s.step(t, "ReconnectAfterHubRestart", s.reconnect)
 	t.Logf("browser scenarios took %s", time.Since(began).Round(time.Millisecond))
 }

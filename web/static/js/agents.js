@@ -10,6 +10,8 @@ import { statusWord } from './mentions.js';
 import { confirmDialog } from './dialog.js';
 import { openTimeline } from './timeline.js';
 import { invitationRow } from './invitations.js';
+import { ceilingRow, updateCeiling } from './ceilings.js';
+import { signIfEnrolled } from './signing.js';
 
 const panel = () => document.getElementById('agent-panel');
 let rows = new Map(); // handle → row element
@@ -116,6 +118,7 @@ function buildRow(a) {
       h('span', { class: 'agent-status' })),
     h('p', { class: 'agent-turn' }),
     h('p', { class: 'agent-mode' }),
+    ceilingRow(a, mine),
     mine ? h('p', { class: 'agent-policy-summary muted' }) : null,
     actions,
     mine ? policyForm(a, (policy) => { patchAgent(a.handle, { policy }); updateRow(row, currentAgent(a.handle) || a); }) : null]);
@@ -150,6 +153,7 @@ function updateRow(row, a) {
   mode.dataset.mode = a.mode || '';
   mode.textContent = a.modeText ? `Your mention: ${a.modeText}` : '';
   mode.hidden = !a.modeText;
+  updateCeiling(row.querySelector('.agent-ceiling'), a);
   const sum = row.querySelector('.agent-policy-summary');
   if (sum) sum.textContent = policySummary(a.policy);
   const stop = row.querySelector('button.stop');
@@ -184,7 +188,11 @@ function addAgentForm() {
     note.classList.remove('form-error');
     note.textContent = 'Adding…';
     try {
-      const d = await api.addAgent(state.current, handle);
+      // Your own agent joins with your consent, signed by this browser's
+      // device: its bridge takes no room on the hub's word.
+      const mine = handle.split('/')[0] === state.me.name;
+      const signed = mine ? await signIfEnrolled(state.me.name, { kind: 'consent', agent: handle, room: state.current }) : undefined;
+      const d = await api.addAgent(state.current, handle, signed);
       input.value = '';
       if (d && d.status === 'invited') {
         note.textContent = `Invitation sent — waiting for @${handle.split('/')[0]} to agree.`;

@@ -150,11 +150,13 @@ export const api = {
   // Agents, consent, steering
   agents: () => get('/agents').then((d) => d.agents || []),
   roomAgents: (room) => get(`/rooms/${enc(room)}/agents`).then((d) => d.agents || []),
-  addAgent: (room, handle) => post(`/rooms/${enc(room)}/agents`, { agent: handle.replace(/^@/, '') }),
+  addAgent: (room, handle, signed) => post(`/rooms/${enc(room)}/agents`, { agent: handle.replace(/^@/, ''), signed }),
   removeAgent: (room, handle) => del(`/rooms/${enc(room)}${agentPath(handle)}`),
   invitations: () => get('/invitations').then((d) => d.invitations || []),
-  decideInvitation: (id, decision) => post(`/invitations/${enc(id)}`, { decision }),
-  setPolicy: (handle, policy) => patch(agentPath(handle), { policy }),
+  decideInvitation: (id, decision, signed) => post(`/invitations/${enc(id)}`, { decision, signed }),
+  setPolicy: (handle, policy, signed) => patch(agentPath(handle), { policy, signed }),
+  // A room's ceiling for an agent: normal, ask or read-only.
+  setCeiling: (room, handle, ceiling, signed) => patch(`/rooms/${enc(room)}${agentPath(handle)}`, { ceiling, signed }),
   interrupt: (handle) => post(`${agentPath(handle)}/interrupt`, {}),
   // → {entries, firstBad}: firstBad ≥ 0 is the first entry whose hash chain does not verify.
   timeline: (handle, turn) => get(`${agentPath(handle)}/timeline${turn ? `?turn=${enc(turn)}` : ''}`)
@@ -162,7 +164,14 @@ export const api = {
 
   // Approvals
   approvals: (state) => get(`/approvals${state ? `?state=${enc(state)}` : ''}`).then((d) => d.approvals || []),
-  decideApproval: (id, decision, payloadHash) => post(`/approvals/${enc(id)}`, { decision, payloadHash }),
+  decideApproval: (id, decision, payloadHash, signed) => post(`/approvals/${enc(id)}`, { decision, payloadHash, signed }),
+
+  // Owner devices (the bridge's trusted keys) and moderated messages
+  devices: () => get('/devices').then((d) => d.devices || []),
+  enrollDevice: (e) => post('/devices', e),
+  revokeDevice: (id) => del(`/devices/${enc(id)}`),
+  requests: () => get('/requests').then((d) => d.requests || []),
+  answerRequest: (steerId, decision, signed) => post(`/requests/${enc(steerId)}`, { decision, signed }),
 
   // Bridges
   pairingToken: () => post('/bridges/pairing-tokens', {}),

@@ -29,6 +29,7 @@ import { initSearch } from './search.js';
 import { initNotify, loadNotify, primeNotify, setLevelFromHub, resetNotify } from './notify.js';
 import { openPeople } from './people.js';
 import { openAccount } from './account.js';
+import { initOwner, loadOwner, ownerEvent } from './owner.js';
 
 let live = null;
 let initialized = false;
@@ -84,6 +85,7 @@ function initOnce() {
   initUnread();
   initUploads();
   initSearch();
+  initOwner();
   document.getElementById('members-button').addEventListener('click', openMembers);
   window.addEventListener('hashchange', route);
   on('message', onMessage);
@@ -118,7 +120,7 @@ async function start(me) {
   });
   live.start();
   primeUnread(rooms);
-  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome(), loadUploadLimits()]);
+  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome(), loadUploadLimits(), loadOwner()]);
   primeNotify();
   route();
 }
@@ -261,7 +263,7 @@ function onEvent(ev) {
       applyRead({ ...d, room: d.room || room });
       break;
     default:
-      applyChatEvent(ev);
+      if (!ownerEvent(ev)) applyChatEvent(ev);
       break;
   }
 }
@@ -293,6 +295,7 @@ function sessionLost(notice) {
   state.roomAgents = new Map();
   state.approvals = new Map();
   state.invitations = new Map();
+  state.requests = new Map();
   state.allAgents = [];
   clearMessages();
   resetComposer();

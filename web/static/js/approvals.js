@@ -7,6 +7,8 @@ import { api, ApiError } from './api.js';
 import { h, append, clear, avatar, copyButton, fmtCountdown, fmtFull, shortTurn, announce } from './dom.js';
 import { state, on, emit } from './store.js';
 import { setError } from './dialog.js';
+import { sign, NoDeviceError, SIGNATURE_REASONS } from './signing.js';
+import { enrollPrompt } from './devices.js';
 
 const dismissed = new Set();
 
@@ -46,12 +48,20 @@ export function awaitingMyDecision() {
 
 // decideApproval records the owner's decision on a, bound to the payload
 // hash shown, and stores the answer (the cards and /approve, /deny).
+// Approving is signed by this browser's device, and the agent's bridge
+// checks the signature (the hub cannot approve); denying needs none. A
+// browser that is not enrolled throws NoDeviceError.
 export async function decideApproval(a, decision) {
   try {
-    const d = await api.decideApproval(a.id, decision, a.payloadHash);
+    let signed;
+    if (decision === 'approve') {
+      signed = await sign(state.me.name, { kind: 'approval', agent: a.agent, approval: a.id, payloadHash: a.payloadHash });
+    }
+    const d = await api.decideApproval(a.id, decision, a.payloadHash, signed);
     upsertApproval((d && d.approval) || { id: a.id, status: decision === 'approve' ? 'approved' : 'denied', decidedBy: state.me.name });
   } catch (ex) {
     if (ex.reason === 'hash-mismatch') ex.message = `The request changed since it was shown (hash mismatch) — nothing was approved. ${ex.message}`;
+    else if (SIGNATURE_REASONS.has(ex.reason)) ex.message = `Your decision could not be verified on @${a.owner}'s machine, so nothing was approved: ${ex.message}`;
     throw ex;
   }
 }
@@ -67,8 +77,17 @@ function statusLabel(a) {
   }
 }
 
+// Who decided, and with which device: "by @alice · laptop", or on the
+// bridge machine itself.
+function decidedBy(a) {
+  if (!a.decidedBy) return '';
+  if (a.decidedBy === 'wheelhouse') return '';
+  if (a.deviceName || a.decidedDevice) return ` by @${a.decidedBy} · ${a.deviceName || a.decidedDevice}`;
+  return a.status === 'approved' || a.status === 'denied' ? ` by @${a.decidedBy}${a.status === 'approved' ? ' on the bridge machine' : ''}` : ` by @${a.decidedBy}`;
+}
+
 function outcome(a) {
-  const by = a.decidedBy ? ` by @${a.decidedBy}` : '';
+  const by = decidedBy(a);
   const why = a.reason ? ` — ${a.reason}` : '';
   switch (a.status) {
     case 'approved': return `Approved${by}${why}`;
@@ -109,17 +128,23 @@ export function approvalCard(a, { compact = false } = {}) {
   const mine = a.owner === state.me?.name;
   const pending = a.status === 'pending';
   const err = h('p', { class: 'form-error', role: 'alert', hidden: true });
+  const prompt = h('div', { class: 'approval-prompt' });
   const steered = (a.steeredBy || []).filter(Boolean);
   const actions = h('div', { class: 'card-actions' });
 
   if (pending && mine) {
     const decide = (decision) => async () => {
       setError(err, '');
+      prompt.replaceChildren();
       actions.querySelectorAll('button').forEach((b) => { b.disabled = true; });
       try {
         await decideApproval(a, decision);
       } catch (ex) {
-        setError(err, ex.message);
+        if (ex instanceof NoDeviceError) {
+          prompt.replaceChildren(enrollPrompt('Approving'));
+        } else {
+          setError(err, ex.message || String(ex));
+        }
         actions.querySelectorAll('button').forEach((b) => { b.disabled = false; });
       }
     };
@@ -147,6 +172,9 @@ export function approvalCard(a, { compact = false } = {}) {
     compact && waiting ? waiting : h('span', { class: 'approval-status', dataset: { status: a.status } }, statusLabel(a)));
 
   const details = [
+    a.unverified ? h('p', { class: 'unverified-flag', role: 'alert' },
+      h('strong', null, 'A decision could not be verified. '),
+      `@${a.owner}'s bridge refused a decision on this request that was not signed by one of @${a.owner}'s devices: ${a.unverified}`) : null,
     a.tainted ? h('p', { class: 'tainted-flag', role: 'note' },
       h('strong', null, 'Tainted turn. '),
       steered.length ? `Steered by ${steered.map((s) => '@' + s).join(', ')} — not only the owner. ` : 'Not only the owner steered this turn. ',
@@ -172,7 +200,7 @@ export function approvalCard(a, { compact = false } = {}) {
   const cls = `card approval-card status-${a.status}${a.tainted || a.dataTainted ? ' tainted' : ''}${compact ? ' compact' : ''}`;
   const attrs = {
     class: cls,
-    dataset: { id: a.id, status: a.status, owner: a.owner, agent: a.agent },
+    dataset: { id: a.id, status: a.status, owner: a.owner, agent: a.agent, device: a.decidedDevice || null, unverified: a.unverified ? 'true' : null },
     'aria-label': `Approval request: @${a.agent} wants to run ${a.tool}`,
   };
   if (compact) {
@@ -181,7 +209,7 @@ export function approvalCard(a, { compact = false } = {}) {
       !pending ? h('div', { class: 'card-actions' }, done, dismiss) : null);
   }
   append(actions, [waiting, done, dismiss]);
-  return h('article', attrs, head, details, actions, err);
+  return h('article', attrs, head, details, actions, err, prompt);
 }
 
 function tick() {

@@ -9,6 +9,7 @@ import { initMentions } from './mentions.js';
 import { setError } from './dialog.js';
 import { initSlash, run as runSlash, hint as slashHint, parse as parseSlash } from './slash.js';
 import { readyFiles, hasFiles, clearFiles } from './uploads.js';
+import { ceilingHint } from './ceilings.js';
 
 const MAX_BYTES = 16 * 1024;
 const drafts = new Map();
@@ -19,6 +20,7 @@ const MODE_TEXT = {
   queue: 'busy — can only queue (runs when this turn ends)',
   'not-allowed': 'you may not address this agent',
   offline: 'offline — the mention will be rejected',
+  moderated: 'goes to its owner first, who forwards it or not',
 };
 
 let ta, form, hint, err, sendBtn, mentions, slash;
@@ -158,6 +160,8 @@ function renderHint() {
       mode = a.mode || (a.status === 'offline' ? 'offline' : '');
       text = a.modeText || MODE_TEXT[mode] || a.status || 'unknown';
       if (mode === 'steer' && a.turnId) text += ` (turn ${shortTurn(a.turnId)})`;
+      const c = ceilingHint(a, room);
+      if (c) text += ` · ${c}`;
     }
     hint.append(h('div', { class: 'mode-hint', dataset: { agent: handle, mode } },
       h('span', { class: 'mode-dot', 'aria-hidden': 'true' }),

@@ -4,6 +4,8 @@
 import { api, ApiError } from './api.js';
 import { h, avatar, fmtFull, fmtTime, toast } from './dom.js';
 import { state, emit, agentOwner } from './store.js';
+import { signIfEnrolled } from './signing.js';
+import { openDevices } from './devices.js';
 
 const ownerOf = (inv) => inv.owner || agentOwner(inv.agent);
 
@@ -57,11 +59,15 @@ export function invitationCard(inv) {
     const decide = (decision) => async () => {
       actions.querySelectorAll('button').forEach((b) => { b.disabled = true; });
       try {
-        const d = await api.decideInvitation(inv.id, decision);
+        // Accepting is consent: signed by this browser's device, checked by
+        // the agent's bridge.
+        const signed = decision === 'accept' ? await signIfEnrolled(state.me.name, { kind: 'consent', agent: inv.agent, room: inv.room }) : undefined;
+        const d = await api.decideInvitation(inv.id, decision, signed);
         upsertInvitation((d && d.invitation) || { ...inv, status: decision === 'accept' ? 'accepted' : 'declined' });
         if (decision === 'accept') toast(`@${inv.agent} joined ${roomName(inv.room)}`);
       } catch (ex) {
-        toast(ex.message, 'error');
+        if (ex.reason === 'signature-required') openDevices(`Accepting lets @${inv.agent} act in ${roomName(inv.room)}, so it needs this browser to be enrolled.`);
+        else toast(ex.message, 'error');
         actions.querySelectorAll('button').forEach((b) => { b.disabled = false; });
       }
     };

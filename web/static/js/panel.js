@@ -7,6 +7,8 @@ import { h, clear } from './dom.js';
 import { state, on } from './store.js';
 import { approvalCard, awaitingMyDecision, isDismissed } from './approvals.js';
 import { invitationCard, awaitingMe, myRequests } from './invitations.js';
+import { requestCard, waitingForMe } from './requests.js';
+import { deviceNotice } from './devices.js';
 import { setPanelDrawer } from './sidebar.js';
 
 const app = () => document.getElementById('app-screen');
@@ -42,6 +44,8 @@ export function initPanel() {
   });
   on('approvals', renderInbox);
   on('invitations', renderInbox);
+  on('requests', renderInbox);
+  on('device', renderInbox);
   on('current', renderInbox);
 }
 
@@ -60,7 +64,8 @@ function renderInbox() {
   const inThisRoom = awaitingMyDecision().filter((a) => a.room === state.current).length;
   const invites = awaitingMe();
   const requests = myRequests();
-  const count = awaitingMyDecision().length + invites.length;
+  const held = waitingForMe();
+  const count = awaitingMyDecision().length + invites.length + held.length;
   for (const id of ['inbox-badge', 'panel-badge']) {
     const b = document.getElementById(id);
     b.textContent = count ? String(count) : '';
@@ -74,11 +79,14 @@ function renderInbox() {
     box.append(h('p', { class: 'panel-note' }, 'Approvals and invitations are not available on this hub yet.'));
     return;
   }
+  const notice = deviceNotice();
+  if (notice) box.append(notice);
   if (inThisRoom) box.append(h('p', { class: 'panel-note' }, `${inThisRoom} approval${inThisRoom === 1 ? '' : 's'} for you in this room — shown above the message box.`));
   if (approvals.length) box.append(section('Approvals waiting for you', approvals.map(approvalCard), 'inbox-approvals'));
+  if (held.length) box.append(section('Messages waiting for you', held.map(requestCard), 'inbox-requests-held'));
   if (invites.length) box.append(section('Invitations for your agents', invites.map(invitationCard), 'inbox-invitations'));
   if (requests.length) box.append(section('Your requests', requests.slice(-10).reverse().map(invitationCard), 'inbox-requests'));
-  if (!approvals.length && !invites.length && !requests.length && !inThisRoom) {
+  if (!approvals.length && !invites.length && !requests.length && !inThisRoom && !held.length) {
     box.append(h('div', { class: 'empty-inbox' }, h('p', { class: 'empty-title' }, 'Nothing needs you right now'),
       h('p', { class: 'muted' }, 'Approvals for your agents and requests to add them to rooms show up here.')));
   }

@@ -7,10 +7,14 @@
 import { api } from './api.js';
 import { h } from './dom.js';
 import { setError } from './dialog.js';
+import { state } from './store.js';
+import { signIfEnrolled } from './signing.js';
+import { enrollPrompt } from './devices.js';
 
 const ADDRESS = [
   ['owner', 'Only me', 'Mentions from anyone else are rejected.'],
   ['users', 'Me and these people', 'Name them below.'],
+  ['moderate', 'Me and these people; others ask me first', 'Anyone else’s mention comes to your inbox; you forward it or decline it.'],
   ['members', 'Any member of a room it is in', ''],
 ];
 
@@ -47,6 +51,7 @@ export function policyForm(agent, onSaved) {
   const autoApprove = text('policy-auto-approve', 'auto-approve', (p.autoApprove || []).join(', '), 'e.g. read_file, list_dir');
   const status = h('p', { class: 'form-status', role: 'status' });
   const err = h('p', { class: 'form-error policy-error', role: 'alert', hidden: true });
+  const prompt = h('div', { class: 'policy-prompt' });
   const save = h('button', { type: 'submit', class: 'small-button primary policy-save' }, 'Save policy');
   const duration = (input, label, tip) => h('div', { class: 'field' },
     h('div', { class: 'field-inline' }, h('label', { for: input.id }, label), input), hint(tip));
@@ -64,11 +69,12 @@ export function policyForm(agent, onSaved) {
     h('div', { class: 'field' }, h('label', { for: autoApprove.id }, 'Auto-approve tools'), autoApprove,
       h('p', { class: 'field-hint policy-auto-approve-note' }, 'Comma-separated tool names the bridge approves by itself. Never applies to turns steered by anyone but you.')),
     err,
+    prompt,
     h('div', { class: 'form-row' }, save, status));
 
   const sync = () => {
     const addr = form.querySelector('.policy-address:checked')?.value;
-    allowedRow.hidden = addr !== 'users';
+    allowedRow.hidden = addr !== 'users' && addr !== 'moderate';
     maxSteers.disabled = !steering.checked;
     grace.disabled = !startOnEnded.checked;
   };
@@ -94,8 +100,12 @@ export function policyForm(agent, onSaved) {
       autoApprove: list(autoApprove.value),
     };
     save.disabled = true;
+    prompt.replaceChildren();
     try {
-      const d = await api.setPolicy(agent.handle, next);
+      // Signed by this browser's device: the bridge takes a policy that
+      // lets the agent do more only with it (and never beyond its config).
+      const signed = await signIfEnrolled(state.me.name, { kind: 'policy', agent: agent.handle, policy: next });
+      const d = await api.setPolicy(agent.handle, next, signed);
       agent.policy = (d && (d.policy || (d.agent && d.agent.policy))) || next;
       // Show what the hub stored (it normalises durations: 10m → 10m0s).
       grace.value = agent.policy.grace ?? next.grace;
@@ -107,6 +117,7 @@ export function policyForm(agent, onSaved) {
     } catch (ex) {
       status.textContent = '';
       setError(err, ex.message);
+      if (ex.reason === 'signature-required') prompt.replaceChildren(enrollPrompt('A policy that lets the agent do more'));
     } finally {
       save.disabled = false;
     }
@@ -117,7 +128,9 @@ export function policyForm(agent, onSaved) {
 
 export function policySummary(p) {
   if (!p) return '';
-  const who = p.address === 'members' ? 'room members' : p.address === 'users' ? `you + ${(p.allowed || []).map((a) => '@' + a).join(', ') || 'nobody else'}` : 'only you';
+  const people = `you + ${(p.allowed || []).map((a) => '@' + a).join(', ') || 'nobody else'}`;
+  const who = p.address === 'members' ? 'room members' : p.address === 'users' ? people
+    : p.address === 'moderate' ? `${people}; others through you` : 'only you';
   const steer = p.steering ? `steers on${p.maxSteers ? ` (max ${p.maxSteers}/turn)` : ''}` : 'steers off (queue)';
   const auto = (p.autoApprove || []).length ? ` · auto-approves ${p.autoApprove.join(', ')}` : '';
   return `Addressable by ${who} · ${steer}${auto}`;

@@ -19,6 +19,7 @@ const REASONS = {
   'unknown-agent': 'no such agent',
   timeout: 'the agent’s bridge did not answer in time',
   'peer-agent': 'agents do not take instructions from agents',
+  declined: 'the owner declined to forward it',
 };
 
 export function reasonText(reason) {
@@ -31,7 +32,8 @@ export function reasonText(reason) {
 export function receiptText(r) {
   const how = { started: 'started a turn', steered: 'steered the running turn', delivered: 'started a turn after waiting' };
   switch (r.status) {
-    case 'pending': return 'on its way…';
+    case 'pending': return r.forwardedBy ? `forwarded by @${r.forwardedBy} · on its way…` : 'on its way…';
+    case 'held': return r.detail || `waiting for @${agentOwner(r.agent)}`;
     case 'started': case 'steered': case 'delivered': {
       const a = agentByHandle(r.agent);
       if (a && a.status === 'needs-approval' && (!a.turnId || a.turnId === r.turnId)) {
@@ -40,7 +42,7 @@ export function receiptText(r) {
       return `working · ${how[r.status]}`;
     }
     case 'queued': return r.expires ? `queued for after this turn · until ${fmtTime(r.expires)}` : 'queued for after this turn';
-    case 'done': return 'done';
+    case 'done': return r.forwardedBy ? `done · forwarded by @${r.forwardedBy}` : 'done';
     case 'interrupted': return r.detail || 'stopped';
     case 'failed': return `failed: ${r.detail || 'the turn failed'}`;
     case 'expired': return r.detail ? `expired: ${r.detail}` : 'expired';
@@ -62,7 +64,7 @@ function receiptTitle(r) {
 export function receiptEl(r) {
   return h('li', {
     class: 'receipt',
-    dataset: { status: r.status, via: r.via || null, agent: r.agent, steer: r.steerId, reason: r.reason || null },
+    dataset: { status: r.status, via: r.via || null, agent: r.agent, steer: r.steerId, reason: r.reason || null, forwardedBy: r.forwardedBy || null },
     title: receiptTitle(r),
   },
   h('span', { class: 'receipt-icon', 'aria-hidden': 'true' }),

@@ -14,8 +14,9 @@ export const state = {
   allAgents: [],            // GET /agents
   approvals: new Map(),     // id → Approval
   invitations: new Map(),   // id → Invitation
+  requests: new Map(),      // steerId → Request (moderated mentions)
   // Feature availability: null unknown, true present, false (404) not on this hub yet.
-  features: { agents: null, approvals: null, invitations: null },
+  features: { agents: null, approvals: null, invitations: null, requests: null },
 };
 
 const bus = new EventTarget();
@@ -82,7 +83,7 @@ export function findMessage(id, room) {
 
 // Receipt statuses by progress: a later stage never yields to an earlier one
 // (the turn's outcome — done, failed, interrupted — comes last).
-const RANK = { pending: 0, queued: 1, started: 2, steered: 2, delivered: 2, expired: 3, rejected: 3, done: 3, failed: 3, interrupted: 3 };
+const RANK = { held: 0, pending: 0, queued: 1, started: 2, steered: 2, delivered: 2, expired: 3, rejected: 3, done: 3, failed: 3, interrupted: 3 };
 
 // mergeReceipt stores r and reports whether it changed what we show.
 export function mergeReceipt(r) {

@@ -1,0 +1,76 @@
+// requests.js — moderated mentions: someone the owner's policy does not
+// let address an agent directly asks through the owner, who forwards the
+// message (signed with one of their devices, verified by the bridge) or
+// declines it. The sender's receipt follows ("waiting for @owner", then
+// the turn's outcome).
+
+import { api, ApiError } from './api.js';
+import { h, avatar, fmtFull, fmtTime, toast } from './dom.js';
+import { state, emit } from './store.js';
+import { sign, NoDeviceError, SIGNATURE_REASONS, textHash } from './signing.js';
+import { enrollPrompt } from './devices.js';
+
+export async function loadRequests() {
+  try {
+    for (const q of await api.requests()) state.requests.set(q.steerId, q);
+    state.features.requests = true;
+  } catch (ex) {
+    if (ex instanceof ApiError && ex.missing) state.features.requests = false;
+  }
+  emit('requests');
+}
+
+export function upsertRequest(q) {
+  if (!q || !q.steerId) return;
+  const old = state.requests.get(q.steerId);
+  state.requests.set(q.steerId, { ...(old || {}), ...q });
+  if (!old && q.status === 'held' && q.owner === state.me?.name) toast(`@${q.sender} asks @${q.agent}: forward it or decline it in your Inbox`);
+  emit('requests');
+}
+
+// waitingForMe: held messages to my agents.
+export function waitingForMe() {
+  return [...state.requests.values()].filter((q) => q.status === 'held' && q.owner === state.me?.name)
+    .sort((a, b) => new Date(a.at) - new Date(b.at));
+}
+
+const where = (room) => (String(room).startsWith('dm:') ? 'a DM' : '#' + room);
+
+export function requestCard(q) {
+  const actions = h('div', { class: 'card-actions' });
+  const note = h('div', { class: 'request-prompt' });
+  const decide = (decision) => async () => {
+    actions.querySelectorAll('button').forEach((b) => { b.disabled = true; });
+    note.replaceChildren();
+    try {
+      let signed;
+      if (decision === 'forward') {
+        // The signature covers exactly these words from this sender.
+        signed = await sign(state.me.name, { kind: 'forward', agent: q.agent, steer: q.steerId, room: q.room, sender: q.sender, textHash: q.textHash || await textHash(q.text) });
+      }
+      const d = await api.answerRequest(q.steerId, decision, signed);
+      upsertRequest((d && d.request) || { ...q, status: decision === 'forward' ? 'pending' : 'rejected' });
+    } catch (ex) {
+      if (ex instanceof NoDeviceError) note.replaceChildren(enrollPrompt('Forwarding'));
+      else toast(SIGNATURE_REASONS.has(ex.reason) ? `Your bridge could not verify the forward: ${ex.message}` : ex.message, 'error');
+      actions.querySelectorAll('button').forEach((b) => { b.disabled = false; });
+    }
+  };
+  if (q.status === 'held') {
+    actions.append(
+      h('button', { type: 'button', class: 'small-button primary forward', onclick: decide('forward') }, 'Forward'),
+      h('button', { type: 'button', class: 'small-button decline', onclick: decide('decline') }, 'Decline'));
+  } else {
+    actions.append(h('span', { class: 'request-status', dataset: { status: q.status } },
+      q.forwardedBy ? `forwarded by @${q.forwardedBy}` : q.status === 'rejected' ? 'declined' : q.status));
+  }
+  return h('article', { class: 'card request-card', dataset: { steer: q.steerId, status: q.status, agent: q.agent, sender: q.sender },
+    'aria-label': `@${q.sender} asks @${q.agent}` },
+  h('div', { class: 'card-head' }, avatar(q.sender, 'user', 'avatar-sm'),
+    h('div', null,
+      h('p', { class: 'card-title' }, `@${q.sender} asks @${q.agent}`),
+      h('p', { class: 'card-sub', title: fmtFull(q.at) }, `in ${where(q.room)} · ${fmtTime(q.at)}`))),
+  h('pre', { class: 'request-text', tabindex: '0' }, q.text),
+  h('p', { class: 'card-note' }, `Forwarding hands @${q.sender}'s words to your agent as theirs (fenced, not yours), signed by this browser.`),
+  actions, note);
+}
