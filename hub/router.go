@@ -77,6 +77,10 @@ func (l *Link) startRouter(ctx context.Context) error {
 		return wh.Wrap(err, "open the router consumer")
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if !routes(m.Data()) {
+			m.Ack() // a message without an agent mention: nothing to deliver
+			return
+		}
 		if !l.enter() {
 			return // not acked: another node (or this one, restarted) takes it
 		}
@@ -90,6 +94,38 @@ func (l *Link) startRouter(ctx context.Context) error {
 	}
 	l.router = cc
 	return nil
+}
+
+// routes reports whether an event may need the router: a revocation, or a
+// person's message that mentions an agent. Most messages mention none, and
+// are acknowledged without a goroutine or a read.
+func routes(data []byte) bool {
+	var ev struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(data, &ev) != nil || ev.Type != chat.EvMessagePosted {
+		return true // route decides (and terminates what it cannot read)
+	}
+	var d struct {
+		AuthorKind string `json:"authorKind"`
+		Route      bool   `json:"route"`
+		Mentions   []struct {
+			Kind string `json:"kind"`
+		} `json:"mentions"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil {
+		return true
+	}
+	if !d.Route || d.AuthorKind != chat.AuthorUser {
+		return false
+	}
+	for _, mn := range d.Mentions {
+		if mn.Kind == chat.MentionAgent {
+			return true
+		}
+	}
+	return false
 }
 
 // route handles one routed event and acknowledges it when it is done.
@@ -224,7 +260,7 @@ func (l *Link) send(handle string, s *agentSender) {
 // the bridge's answer — or, when none came by the deadline, that it was
 // not delivered (the bridge never acts on it after the deadline).
 func (l *Link) deliverSteer(o store.Outbound) {
-	a, err := l.rooms.AgentByHandle(context.Background(), o.Agent)
+	a, head, err := l.steerTarget(o)
 	wait := l.h.cfg.SteerTimeout + bridgeCallTimeout + 2*time.Second
 	if err == nil {
 		wait = l.h.cfg.SteerTimeout + l.callTimeout(a.Bridge) + 2*time.Second
@@ -234,6 +270,14 @@ func (l *Link) deliverSteer(o store.Outbound) {
 	if err != nil {
 		l.finish(ctx, o, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonUnknownAgent, Detail: "there is no agent @" + o.Agent})
 		return
+	}
+	if head != nil && !l.online(a.Bridge) {
+		// The agent may have moved to another bridge since: look again.
+		if a, err = l.rooms.AgentByHandle(ctx, o.Agent); err != nil {
+			l.finish(ctx, o, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonUnknownAgent, Detail: "there is no agent @" + o.Agent})
+			return
+		}
+		head = nil
 	}
 	if a.Bridge != "" && !l.online(a.Bridge) {
 		l.awaitPresence(ctx, a.Bridge)
@@ -251,7 +295,10 @@ func (l *Link) deliverSteer(o store.Outbound) {
 	now := l.rooms.Now()
 	st := wire.Steer{ID: o.SteerID, Agent: a.Name, Owner: a.Owner, Room: o.Room, RoomKind: roomKind(o.Room), MessageID: o.MessageID,
 		Sender: o.Sender, SenderIsOwner: o.Sender == a.Owner, SentAt: o.SentAt, Text: o.Text, Stop: o.Stop, ExpectedTurn: o.ExpectedTurn,
-		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: l.timelineHead(ctx, a.ID)}
+		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: head}
+	if head == nil {
+		st.TimelineHead = l.timelineHead(ctx, a.ID)
+	}
 	for _, p := range o.Parts {
 		st.Parts = append(st.Parts, wire.Part{Kind: p.Kind, Start: p.Start, End: p.End})
 	}
@@ -274,6 +321,17 @@ func (l *Link) deliverSteer(o store.Outbound) {
 	l.finish(ctx, o, rc)
 }
 
+// steerTarget is the agent a steer goes to: as the projection saw it when
+// it recorded the steer (with its timeline's head then), or read now.
+func (l *Link) steerTarget(o store.Outbound) (*chat.Agent, *wire.ChainHead, error) {
+	if t := o.Target; t != nil {
+		return &chat.Agent{ID: t.AgentID, Name: t.Name, Owner: t.Owner, Bridge: t.Bridge},
+			&wire.ChainHead{Seq: t.HeadSeq, Idx: t.HeadIdx, Hash: t.HeadHash}, nil
+	}
+	a, err := l.rooms.AgentByHandle(context.Background(), o.Agent)
+	return a, nil, err
+}
+
 // awaitPresence gives a bridge one heartbeat's chance to be heard from
 // when this node has just started (it knows no one's presence yet).
 func (l *Link) awaitPresence(ctx context.Context, bridgeID string) {
@@ -293,7 +351,9 @@ func (l *Link) awaitPresence(ctx context.Context, bridgeID string) {
 func (l *Link) finish(ctx context.Context, o store.Outbound, rc wire.Receipt) {
 	rc.SteerID = o.SteerID
 	l.m.mentions.WithLabelValues(rc.Status).Inc()
-	if err := l.rooms.UpdateSteer(ctx, rc); err != nil && wh.ErrorCode(err) != wh.EConflict {
+	// The receipt need not be applied here before the agent's next steer
+	// goes out: the stream's ack makes it durable and keeps its order.
+	if err := l.rooms.RecordReceipt(ctx, rc); err != nil {
 		l.log.Warn("recording a receipt failed", "steer", o.SteerID, "err", err)
 	}
 }

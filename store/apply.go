@@ -46,7 +46,7 @@ func decode(ev chat.Event, v any) error {
 
 func userIDTx(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
 	var id int64
-	err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE name = ?`, name).Scan(&id)
+	err := queryRowTx(ctx, tx, `SELECT id FROM users WHERE name = ?`, name).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, wh.Errorf(wh.ENotFound, "no user named @%s", name)
 	}
@@ -55,7 +55,7 @@ func userIDTx(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
 
 func roomIDTx(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
 	var id int64
-	err := tx.QueryRowContext(ctx, `SELECT id FROM rooms WHERE name = ?`, name).Scan(&id)
+	err := queryRowTx(ctx, tx, `SELECT id FROM rooms WHERE name = ?`, name).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, wh.Errorf(wh.ENotFound, "no room named %q", name)
 	}
@@ -68,7 +68,7 @@ func roomMembersTx(ctx context.Context, tx *sql.Tx, roomID int64) ([]int64, erro
 
 // queryIDsTx runs q and collects its single integer column.
 func queryIDsTx(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
+	rows, err := queryTx(ctx, tx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func feedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID, userID int64, r
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO feed (seq, idx, room_id, user_id, body) VALUES (?, ?, ?, ?, ?)`, seq, idx, roomID, userID, b); err != nil {
+	if _, err := execTx(ctx, tx, `INSERT INTO feed (seq, idx, room_id, user_id, body) VALUES (?, ?, ?, ?, ?)`, seq, idx, roomID, userID, b); err != nil {
 		return nil, err
 	}
 	kind, _ := body["type"].(string)
@@ -129,7 +129,7 @@ func applyUserCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 		return nil, err
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE name = ?`, d.Name).Scan(&n); err != nil {
+	if err := queryRowTx(ctx, tx, `SELECT COUNT(*) FROM users WHERE name = ?`, d.Name).Scan(&n); err != nil {
 		return nil, err
 	}
 	if n > 0 {
@@ -138,14 +138,14 @@ func applyUserCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 	if d.Setup {
 		// Setup creates the first admin exactly once, on every node alike.
 		var users int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&users); err != nil {
+		if err := queryRowTx(ctx, tx, `SELECT COUNT(*) FROM users`).Scan(&users); err != nil {
 			return nil, err
 		}
 		if users > 0 {
 			return nil, wh.Errorf(wh.EConflict, "setup is already done: log in instead")
 		}
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO users (id, name, display, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err := execTx(ctx, tx, `INSERT INTO users (id, name, display, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		seq, d.Name, d.Display, d.PasswordHash, d.Admin, ts(ev.At))
 	return nil, err
 }
@@ -163,7 +163,7 @@ func applyCredentialCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat
 	if d.ExpiresAt != nil {
 		exp = ts(*d.ExpiresAt)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO credentials (token_hash, user_id, kind, label, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err = execTx(ctx, tx, `INSERT INTO credentials (token_hash, user_id, kind, label, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		d.TokenHash, uid, d.Kind, d.Label, ts(ev.At), exp)
 	return nil, err
 }
@@ -173,7 +173,7 @@ func applyCredentialRevoked(ctx context.Context, tx *sql.Tx, seq uint64, ev chat
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE credentials SET revoked = 1 WHERE token_hash = ?`, d.TokenHash)
+	_, err := execTx(ctx, tx, `UPDATE credentials SET revoked = 1 WHERE token_hash = ?`, d.TokenHash)
 	return nil, err
 }
 
@@ -192,7 +192,7 @@ func applyRoomCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO rooms (id, name, kind, private, topic, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := execTx(ctx, tx, `INSERT INTO rooms (id, name, kind, private, topic, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		seq, d.Name, d.Kind, d.Private, d.Topic, creator, ts(ev.At)); err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func applyRoomCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 		if m == d.Creator && d.Kind == chat.KindRoom {
 			role = chat.RoleAdmin
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?)`, seq, uid, role, seq); err != nil {
+		if _, err := execTx(ctx, tx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?)`, seq, uid, role, seq); err != nil {
 			return nil, err
 		}
 		ids = append(ids, uid)
@@ -238,7 +238,7 @@ func applyMemberAdded(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 	if role == "" {
 		role = chat.RoleMember
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, rid, uid, role, seq)
+	res, err := execTx(ctx, tx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, rid, uid, role, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +272,7 @@ func applyMemberRemoved(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Eve
 	if err != nil {
 		return nil, err
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM members WHERE room_id = ? AND user_id = ?`, rid, uid)
+	res, err := execTx(ctx, tx, `DELETE FROM members WHERE room_id = ? AND user_id = ?`, rid, uid)
 	if err != nil {
 		return nil, err
 	}
