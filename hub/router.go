@@ -374,6 +374,7 @@ func (l *Link) AwaitReceipts(ctx context.Context, m *chat.Message) []chat.Receip
 	ctx, cancel := context.WithTimeout(ctx, deliverWait)
 	defer cancel()
 	for {
+		applied := l.rooms.Log.Applied() // before the read: a receipt applied after it wakes the wait below
 		rs, err := l.rooms.ReceiptsFor(read, []int64{m.ID})
 		if err != nil {
 			return []chat.Receipt{}
@@ -385,7 +386,7 @@ func (l *Link) AwaitReceipts(ctx context.Context, m *chat.Message) []chat.Receip
 		if !waiting || ctx.Err() != nil {
 			return rs
 		}
-		if l.rooms.Log.WaitApplied(ctx, l.rooms.Log.Applied()+1) != nil {
+		if l.rooms.Log.WaitApplied(ctx, applied+1) != nil {
 			return rs
 		}
 	}

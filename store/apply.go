@@ -62,8 +62,14 @@ func roomIDTx(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
 	return id, err
 }
 
+// roomMembersTx lists a room's members (the slice is shared: do not
+// change its elements; appending copies it).
 func roomMembersTx(ctx context.Context, tx *sql.Tx, roomID int64) ([]int64, error) {
-	return queryIDsTx(ctx, tx, `SELECT user_id FROM members WHERE room_id = ?`, roomID)
+	m, err := membersTx(ctx, tx, roomID)
+	if err != nil {
+		return nil, err
+	}
+	return m.ids, nil
 }
 
 // queryIDsTx runs q and collects its single integer column.
@@ -298,35 +304,16 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 	}
 	// The hottest path: prepared statements, one query for the room and one
 	// for its members (which also answers the author's membership).
-	var rid int64
-	err := s.db.txStmt(ctx, tx, sqlRoomID).QueryRowContext(ctx, d.Room).Scan(&rid)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, wh.Errorf(wh.ENotFound, "no room named %q", d.Room)
-	}
+	rid, err := roomIDCachedTx(ctx, tx, d.Room)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.txStmt(ctx, tx, sqlRoomMembers).QueryContext(ctx, rid)
+	members, err := membersTx(ctx, tx, rid)
 	if err != nil {
 		return nil, err
 	}
-	var ids []int64
-	member := false
-	for rows.Next() {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ids = append(ids, id)
-		member = member || name == d.Author
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if d.AuthorKind == chat.AuthorUser && !member {
+	ids := members.ids
+	if d.AuthorKind == chat.AuthorUser && !members.names[d.Author] {
 		return nil, wh.Errorf(wh.EForbidden, "you are not a member of %s", d.Room)
 	}
 	mentions, _ := json.Marshal(chat.NonNilMentions(d.Mentions))

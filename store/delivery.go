@@ -68,7 +68,7 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 			}
 			if st.status == chat.StatusPending {
 				notePending(ctx, Outbound{
-					Receipt: chat.Receipt{SteerID: id, MessageID: int64(seq), Room: d.Room, Agent: handle, Sender: d.Author, Status: st.status, At: at},
+					Receipt:      chat.Receipt{SteerID: id, MessageID: int64(seq), Room: d.Room, Agent: handle, Sender: d.Author, Status: st.status, At: at},
 					ExpectedTurn: st.expectedTurn, Stop: st.stop, Text: d.Text, Parts: d.Parts, SentAt: at,
 					Target: &SteerTarget{AgentID: a.ID, Name: a.Name, Owner: a.Owner, Bridge: a.Bridge, HeadSeq: seq, HeadIdx: tidx, HeadHash: hash},
 				})

@@ -119,7 +119,7 @@ func receiptFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, id string, at ti
 	if r.Agent == "" {
 		r.Agent = "" // unknown agent: the mention names it
 	}
-	rid, err := roomIDTx(ctx, tx, r.Room)
+	rid, err := roomIDCachedTx(ctx, tx, r.Room)
 	if err != nil {
 		return nil, err
 	}

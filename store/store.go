@@ -83,6 +83,7 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 	defer s.db.prepareWanted(ctx) // after the rollback below: the connection is free
 	defer tx.Rollback()
 	ctx = withApplyDB(ctx, s.db)
+	s.db.members.begin()
 	var feed []chat.FeedItem
 	var pending []Outbound
 	outs := make([]eventlog.Outcome, 0, len(batch))
@@ -96,6 +97,7 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 			}
 			continue
 		}
+		s.db.members.applying(ev.Type)
 		if e.Seq == 1 {
 			if _, err := execTx(ctx, tx, `UPDATE projection SET first_event = ? WHERE id = 1`, ev.ID); err != nil {
 				return nil, nil, err
