@@ -33,6 +33,18 @@ const (
 	DefaultBridgeSweep = 30 * time.Second
 )
 
+// When the embedded JetStream store writes what it acknowledged to disk
+// (Config.Sync).
+const (
+	// SyncInterval: the store writes through the operating system's page
+	// cache and syncs every two minutes (nats-server's default). A crash of
+	// the hub loses nothing; a power loss or kernel crash on this machine
+	// can lose what was acknowledged since the last sync.
+	SyncInterval = "interval"
+	// SyncAlways: the store syncs before it acknowledges each append.
+	SyncAlways = "always"
+)
+
 // Config configures one hub node.
 type Config struct {
 	DataDir  string // SQLite file and (embedded) JetStream store
@@ -57,6 +69,11 @@ type Config struct {
 	NATSWebsocket []string
 	// Replicas for the event stream (3 in a cluster).
 	Replicas int
+	// Sync is when the embedded server's store syncs to disk: SyncInterval
+	// (default) or SyncAlways. A NATS cluster is configured in its own
+	// files (sync_interval); three replicas cover a single machine's power
+	// loss.
+	Sync string
 	// PublicURL is how people and bridges reach this hub
 	// (https://chat.example.com): every URL the hub prints and the pairing
 	// command use it. Default: the listen address (this machine's name for
@@ -111,6 +128,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
+	}
+	switch c.Sync {
+	case "":
+		c.Sync = SyncInterval
+	case SyncInterval, SyncAlways:
+	default:
+		return wh.Errorf(wh.EInvalid, "--sync %q: want %s (sync before every acknowledgement) or %s (the default: sync every two minutes)", c.Sync, SyncAlways, SyncInterval)
+	}
+	if c.NATSURL != "" && c.Sync == SyncAlways {
+		return wh.Errorf(wh.EInvalid, "--sync applies to the embedded NATS server; with --nats-url, set sync_interval: always in the NATS servers' configuration (three replicas already survive one machine's power loss)")
 	}
 	if c.SteerBurst <= 0 {
 		c.SteerBurst = DefaultSteerBurst

@@ -14,11 +14,11 @@ import (
 )
 
 type hubFlags struct {
-	data, http, tlsCert, tlsKey, publicURL, origins, logLevel string
-	nats, natsURL, natsSecrets, natsWebsocket                 string
-	replicas                                                  int
-	logJSON                                                   bool
-	steerTimeout                                              time.Duration
+	data, http, tlsCert, tlsKey, publicURL, origins, logLevel, sync string
+	nats, natsURL, natsSecrets, natsWebsocket                       string
+	replicas                                                        int
+	logJSON                                                         bool
+	steerTimeout                                                    time.Duration
 }
 
 func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
@@ -32,6 +32,7 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.StringVar(&f.natsSecrets, "nats-secrets", "", "with --nats-url: the hub-auth.json `file` written by wheelhouse nats-secrets")
 	fs.StringVar(&f.natsWebsocket, "nats-websocket", "", "with --nats-url: the NATS servers' websocket listeners that /nats forwards bridges to (ws://host:port `URLs`, comma-separated)")
 	fs.IntVar(&f.replicas, "replicas", 1, "event stream replicas (3 on a NATS cluster)")
+	enumVar(fs, &f.sync, "sync", hub.SyncInterval, []string{hub.SyncInterval, hub.SyncAlways}, "when the embedded NATS server syncs acknowledged events to disk: every two minutes, or before every acknowledgement (see docs/operations.md)")
 	fs.StringVar(&f.origins, "origins", "", "extra allowed WebSocket origins, comma-separated host `patterns`")
 	fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 	enumVar(fs, &f.logLevel, "log-level", "info", logLevels, "log `level`")
@@ -52,7 +53,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 	return hub.Config{
 		DataDir: f.data, HTTPAddr: f.http, TLSCert: f.tlsCert, TLSKey: f.tlsKey, PublicURL: f.publicURL,
 		NATSAddr: f.nats, NATSURL: f.natsURL, NATSSecrets: f.natsSecrets, NATSWebsocket: splitList(f.natsWebsocket),
-		Replicas: f.replicas, OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
+		Replicas: f.replicas, Sync: f.sync, OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
 }
