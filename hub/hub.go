@@ -21,6 +21,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
+	"github.com/wheelhouse-dev/wheelhouse/internal/netcork"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 	"github.com/wheelhouse-dev/wheelhouse/web"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
@@ -81,8 +82,11 @@ type Config struct {
 	PublicURL string
 	// OriginPatterns are extra allowed WebSocket origins.
 	OriginPatterns []string
-	// WSQueue bounds each WebSocket client's outgoing queue (default 512).
-	WSQueue int
+	// WSQueueBytes and WSQueue bound each WebSocket client's outgoing
+	// queue in bytes (default 1 MiB) and items (default 8192); a client
+	// that falls further behind is closed with 1008 and resumes.
+	WSQueueBytes int
+	WSQueue      int
 	// SteerBurst and SteerRefill rate-limit mentions per sender and agent
 	// (defaults DefaultSteerBurst, DefaultSteerRefill).
 	SteerBurst  int
@@ -228,6 +232,10 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	}
 	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_projection_applied_seq", Help: "Last event applied to this node's read model."},
 		func() float64 { return float64(h.rooms.Log.Applied()) }))
+	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_batches_total", Help: "Transactions the projector committed (every waiting event joins one)."},
+		func() float64 { b, _ := h.rooms.Log.Batches(); return float64(b) }))
+	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_events_total", Help: "Events the projector applied."},
+		func() float64 { _, e := h.rooms.Log.Batches(); return float64(e) }))
 
 	h.web = web.New(web.Config{
 		Rooms:          h.rooms,
@@ -238,6 +246,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		Ready:          h.ready,
 		OriginPatterns: h.cfg.OriginPatterns,
 		QueueSize:      h.cfg.WSQueue,
+		QueueBytes:     h.cfg.WSQueueBytes,
 		Registry:       h.reg,
 	})
 	h.rooms.Log.OnFeed(h.web.Publish)
@@ -301,7 +310,11 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	mux := http.NewServeMux()
 	mux.Handle(wire.NATSPath, h.natsProxy)
 	mux.Handle("/", h.web.Handler())
-	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: h.tls, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)}
+	// Connections are corkable: a WebSocket writer sends a lagging
+	// client's queued frames in one write.
+	h.ln = netcork.Listener{Listener: h.ln}
+	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: h.tls, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		ConnContext: netcork.ConnContext}
 	go func() {
 		var err error
 		if h.tls != nil {
