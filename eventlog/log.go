@@ -81,6 +81,8 @@ type Log struct {
 	notify  chan struct{} // closed and replaced on every applied batch
 
 	applied  atomic.Uint64
+	batches  atomic.Uint64 // transactions the projector committed
+	events   atomic.Uint64 // events in them
 	startSeq uint64 // stream's last seq when we started: ready once applied
 	failed   atomic.Pointer[Failure]
 	health   atomic.Pointer[Failure] // the stream itself: full, no quorum
@@ -248,6 +250,10 @@ func (l *Log) Ready() error {
 	}
 	return nil
 }
+
+// Batches reports how many transactions the projector committed and how
+// many events they held: every event waiting when one starts joins it.
+func (l *Log) Batches() (batches, events uint64) { return l.batches.Load(), l.events.Load() }
 
 // Applied is the last projected sequence.
 func (l *Log) Applied() uint64 { return l.applied.Load() }
@@ -478,6 +484,8 @@ func (l *Log) applyRetrying(batch []Entry) bool {
 				l.log.Info("projection resumed", "seq", keep[len(keep)-1].Seq)
 			}
 			l.applied.Store(keep[len(keep)-1].Seq)
+			l.batches.Add(1)
+			l.events.Add(uint64(len(keep)))
 			l.deliver(outs, feed)
 			return true
 		}
