@@ -7,6 +7,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
@@ -38,7 +39,11 @@ func (s *Service) Post(ctx context.Context, actor *chat.User, roomName, text str
 	if err != nil {
 		return nil, err
 	}
-	seq, err := s.Log.Append(ctx, ev)
+	var opts []eventlog.AppendOption
+	if !mentionsAgent(d.Mentions) {
+		opts = append(opts, eventlog.Plain) // the router need not see it
+	}
+	seq, err := s.Log.Append(ctx, ev, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +64,11 @@ func (s *Service) PostAs(ctx context.Context, authorKind, author, roomName, text
 			text = text[:len(text)-1]
 		}
 	}
-	seq, err := s.append(ctx, chat.EvMessagePosted, chat.MessagePosted{Room: roomName, AuthorKind: authorKind, Author: author, Text: text, TurnID: turnID, Kind: kind})
+	ev, err := s.newEvent(ctx, chat.EvMessagePosted, chat.MessagePosted{Room: roomName, AuthorKind: authorKind, Author: author, Text: text, TurnID: turnID, Kind: kind})
+	if err != nil {
+		return nil, err
+	}
+	seq, err := s.Log.Append(ctx, ev, eventlog.Plain) // an agent's or the hub's words are never routed
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +82,15 @@ func (s *Service) History(ctx context.Context, actor *chat.User, roomName string
 		return nil, err
 	}
 	return s.Store.History(ctx, roomID, p)
+}
+
+func mentionsAgent(ms []chat.Mention) bool {
+	for _, m := range ms {
+		if m.Kind == chat.MentionAgent {
+			return true
+		}
+	}
+	return false
 }
 
 // addressDM makes every message in a person's DM with an agent address the
