@@ -14,6 +14,7 @@ const (
 	DataForwarded = "forwarded"
 	DataPasted    = "pasted" // a part of any other kind
 	DataPeerAgent = fencePeer
+	DataFile      = "file" // a file posted with the message
 )
 
 // MessageData lists the kinds of data in one message, in a fixed order,
@@ -31,7 +32,7 @@ func MessageData(text string, senderIsAgent bool, parts []Part) []string {
 	return sortData(kinds)
 }
 
-var dataOrder = []string{DataPasted, DataCode, DataQuote, DataForwarded, DataPeerAgent}
+var dataOrder = []string{DataPasted, DataCode, DataQuote, DataForwarded, DataPeerAgent, DataFile}
 
 // sortData dedupes kinds into dataOrder; unknown kinds count as pasted.
 func sortData(kinds []string) []string {
@@ -42,6 +43,14 @@ func sortData(kinds []string) []string {
 		}
 	}
 	return out
+}
+
+// WithFiles adds DataFile to a message's data kinds when files came with it.
+func WithFiles(kinds []string, files int) []string {
+	if files == 0 {
+		return kinds
+	}
+	return sortData(append(kinds, DataFile))
 }
 
 // TurnInputs is what reached one turn, as far as approvals care: who
@@ -98,7 +107,7 @@ func MessageNeedsStrict(owner, sender string, senderIsOwner, senderIsAgent bool,
 // and the terminal: "pasted code and a quote". Empty for none.
 func DataPhrase(kinds []string) string {
 	words := map[string]string{DataPasted: "pasted text", DataCode: "pasted code", DataQuote: "a quote",
-		DataForwarded: "a forwarded message", DataPeerAgent: "another agent's output"}
+		DataForwarded: "a forwarded message", DataPeerAgent: "another agent's output", DataFile: "an attached file"}
 	var out []string
 	for _, k := range sortData(kinds) {
 		out = append(out, words[k])

@@ -20,12 +20,13 @@ func TestMain(m *testing.M) {
 // paths in `wheelhouse bench`).
 func TestSuiteRuns(t *testing.T) {
 	o := Options{Posts: 50, Concurrency: 4, OneMessages: 5, Room: RoomOptions{Members: 6, Messages: 3, BusyRooms: 2, BusyRate: 20},
-		Mentions: 20, IdleSockets: 20, ModelCalls: 20, Only: []string{"posts", "fanout", "mentions", "idle", "model"}}
+		Mentions: 20, IdleSockets: 20, ModelCalls: 20, SearchMessages: 300, SearchQueries: 20, Uploads: 3, UploadBytes: 64 << 10,
+		Only: []string{"posts", "fanout", "mentions", "idle", "model", "search", "uploads"}}
 	res, err := Run(context.Background(), o, testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Posts) != 2 || len(res.Fanout) != 2 || len(res.Mentions) != 2 || res.Idle == nil || res.Model == nil {
+	if len(res.Posts) != 2 || len(res.Fanout) != 2 || len(res.Mentions) != 2 || res.Idle == nil || res.Model == nil || res.Search == nil || res.Uploads == nil {
 		t.Fatalf("sections missing from the results: %+v", res)
 	}
 }
@@ -94,5 +95,16 @@ func BenchmarkSuite(b *testing.B) {
 		if _, err := Run(context.Background(), Options{}, os.Stdout); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func BenchmarkSearch(b *testing.B) {
+	for b.Loop() {
+		r, err := SearchLatency(context.Background(), 20000, 200)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(r.Hub.P50.Microseconds()), "hub-p50-µs")
+		b.ReportMetric(float64(r.Raw.P50.Microseconds()), "raw-p50-µs")
 	}
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // Sections of the suite, in the order they run.
-var Sections = []string{"posts", "fanout", "mentions", "idle", "cluster", "start", "model", "hook"}
+var Sections = []string{"posts", "fanout", "mentions", "idle", "cluster", "start", "model", "search", "uploads", "hook"}
 
 // Options scale the suite. Zero values take the defaults.
 type Options struct {
@@ -41,6 +41,11 @@ type Options struct {
 	// ModelCalls is the number of model calls for the openai harness's
 	// overhead (default 2000).
 	ModelCalls int
+	// SearchMessages fill the room searched (default 100000); SearchQueries
+	// are timed (default 400).
+	SearchMessages, SearchQueries int
+	// Uploads of UploadBytes each (defaults 40 of 4 MiB).
+	Uploads, UploadBytes int
 	// Only runs these sections (default: all; "hook" needs HookCmd).
 	Only []string
 }
@@ -67,6 +72,10 @@ func (o *Options) defaults() {
 	def(&o.ClusterPosts, 2000)
 	def(&o.HookRuns, 200)
 	def(&o.ModelCalls, 2000)
+	def(&o.SearchMessages, 100_000)
+	def(&o.SearchQueries, 400)
+	def(&o.Uploads, 40)
+	def(&o.UploadBytes, 4<<20)
 	if len(o.Sync) == 0 {
 		o.Sync = []string{hub.SyncInterval, hub.SyncAlways}
 	}
@@ -80,7 +89,8 @@ func (o *Options) Validate() error {
 		v    int
 	}{{"posts", o.Posts}, {"concurrency", o.Concurrency}, {"members", o.Room.Members}, {"room-messages", o.Room.Messages},
 		{"busy-rooms", o.Room.BusyRooms}, {"one-messages", o.OneMessages}, {"mentions", o.Mentions}, {"idle-sockets", o.IdleSockets},
-		{"cluster-posts", o.ClusterPosts}, {"hook-runs", o.HookRuns}, {"model-calls", o.ModelCalls}} {
+		{"cluster-posts", o.ClusterPosts}, {"hook-runs", o.HookRuns}, {"model-calls", o.ModelCalls},
+		{"search-messages", o.SearchMessages}, {"search-queries", o.SearchQueries}, {"uploads", o.Uploads}, {"upload-bytes", o.UploadBytes}} {
 		if c.v < 0 {
 			return fmt.Errorf("--%s must be 1 or more, not %d", c.name, c.v)
 		}
@@ -131,6 +141,8 @@ type Results struct {
 	Cluster   *ClusterResult    `json:"cluster,omitempty"`
 	Start     *StartResult      `json:"start,omitempty"`
 	Model     *ModelResult      `json:"model,omitempty"`
+	Search    *SearchResult     `json:"search,omitempty"`
+	Uploads   *UploadResult     `json:"uploads,omitempty"`
 	Hook      *claude.HookBench `json:"hook,omitempty"`
 	// Skipped names sections that could not run here, and why.
 	Skipped map[string]string `json:"skipped,omitempty"`
@@ -153,6 +165,15 @@ type MentionResult struct {
 	Raw      Dist    `json:"raw"`
 	RatioP50 float64 `json:"ratioP50"`
 	RatioP99 float64 `json:"ratioP99"`
+}
+
+// UploadResult is upload throughput beside raw object store puts.
+type UploadResult struct {
+	Files int     `json:"files"`
+	Bytes int     `json:"bytesEach"`
+	Hub   Bytes   `json:"hub"`
+	Raw   Bytes   `json:"raw"`
+	Ratio float64 `json:"ratio"`
 }
 
 // ModelResult is the openai harness's overhead per model call.
@@ -211,6 +232,32 @@ func Run(ctx context.Context, o Options, w io.Writer) (*Results, error) {
 			return err
 		}},
 		{"model", func() error { return runModel(ctx, &o, res, w) }},
+		{"search", func() error {
+			fmt.Fprintf(w, "\nSearch (%d messages in one room, %d queries: common and rare words, prefixes, phrases; 20 newest results with snippets)\n", o.SearchMessages, o.SearchQueries)
+			sr, err := SearchLatency(ctx, o.SearchMessages, o.SearchQueries)
+			if err != nil {
+				return check(err, "search")
+			}
+			res.Search = &sr
+			fmt.Fprintf(w, "  filled at %s (posts through the hub, indexed)\n  hub (HTTP GET /search)  %s\n  baseline: the same FTS5 query on the same database %s\n  ratio p50 %.2f×  p99 %.2f×  (%.1f results a query)\n",
+				sr.Fill, sr.Hub, sr.Raw, sr.RatioP50, sr.RatioP99, sr.HitsPerTerm)
+			return nil
+		}},
+		{"uploads", func() error {
+			fmt.Fprintf(w, "\nUploads (%d files of %d KiB, one after another)\n", o.Uploads, o.UploadBytes>>10)
+			rawPut, err := RawObjectPut(ctx, o.Uploads, o.UploadBytes)
+			if err != nil {
+				return check(err, "raw object store put")
+			}
+			up, err := UploadThroughput(ctx, o.Uploads, o.UploadBytes)
+			if err != nil {
+				return check(err, "uploads")
+			}
+			res.Uploads = &UploadResult{Files: o.Uploads, Bytes: o.UploadBytes, Hub: up, Raw: rawPut, Ratio: ratio(up.MBPerSecond(), rawPut.MBPerSecond())}
+			fmt.Fprintf(w, "  hub (HTTP POST /files → object store → log)  %s\n  baseline: raw object store put               %s\n  ratio hub/baseline                            %.2f\n",
+				up, rawPut, res.Uploads.Ratio)
+			return nil
+		}},
 		{"hook", func() error {
 			fmt.Fprintf(w, "\nClaude Code hook, whole process (%d runs each)\n", o.HookRuns)
 			hb, err := claude.BenchHook(ctx, o.HookCmd, o.HookRuns)

@@ -42,6 +42,12 @@ type Config struct {
 	// JournalDir holds each agent's append-only journal (JournalPath); ""
 	// keeps none. `bridge run` uses DefaultJournalDir.
 	JournalDir string
+	// AttachmentsDir holds the files posted with messages, one folder per
+	// message (AttachmentDir); "" makes a private temporary folder for the
+	// bridge's run, removed when it stops.
+	AttachmentsDir string
+	// MaxFetch bounds one file the bridge fetches (default DefaultMaxFetch).
+	MaxFetch int64
 }
 
 // Bridge is the per-machine daemon.
@@ -64,6 +70,10 @@ type Bridge struct {
 	cutoff   bool      // a gap was seen; cleared by the next announce
 
 	announcing, reannounceAgain atomic.Bool
+
+	attachMu   sync.Mutex
+	attachDir  string // AttachmentsDir, or the temporary one once made
+	attachTemp bool   // attachDir is ours to remove
 }
 
 // hubNow is the hub's clock as this bridge best knows it.
@@ -332,6 +342,7 @@ func (b *Bridge) shutdown() {
 		b.nc.FlushTimeout(2 * time.Second)
 	}
 	b.wg.Wait()
+	b.removeTempAttachments()
 }
 
 func (b *Bridge) closeAgents() {

@@ -127,7 +127,7 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	}
 	pol := r.getPolicy()
 	r.mu.Lock()
-	room := r.turnRoom
+	room, thread := r.turnRoom, r.thread
 	r.mu.Unlock()
 	inputs := r.turnInputs()
 	// The harness may know of words the bridge did not route (an attached
@@ -144,7 +144,7 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	}
 	req := wire.ApprovalRequest{ID: newApprovalID(), Agent: r.cfg.Name, TurnID: ask.TurnID, Tool: ask.Call.Tool, Summary: ask.Summary, Diff: ask.Diff,
 		PayloadHash: hash, Payload: string(canonical), SteeredBy: steeredBy, Tainted: tainted, Room: room, Expires: r.b.cfg.Now().Add(ttl).UTC(),
-		DataTainted: inputs.DataTainted(), Data: inputs.Data, Sandbox: ask.Sandbox}
+		DataTainted: inputs.DataTainted(), Data: inputs.Data, Sandbox: ask.Sandbox, Thread: thread}
 	p := &pendingApproval{req: req, hash: hash, decided: make(chan wire.Decision, 1)}
 	g.mu.Lock()
 	g.pending[req.ID] = p

@@ -29,6 +29,7 @@ type runner struct {
 	failure   string
 	turnID    string
 	turnRoom  string
+	thread    int64 // the thread the running turn lives in (its starting message's)
 	steeredBy []string
 	data      []string // kinds of data (pasted, quoted, peer-agent) that reached the turn
 	steers    int
@@ -211,7 +212,7 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 		return wire.Receipt{Status: wire.StatusSteered, Detail: "stopped the running turn"}
 	}
 	data, needsStrict := r.inputTaint(st)
-	in := Input{Text: authz.Envelope(provenance(st)), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, Strict: needsStrict}
+	in := Input{Text: authz.Envelope(provenance(st, r.attachments(st))), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, Strict: needsStrict}
 
 	r.op.Lock()
 	defer r.op.Unlock()
@@ -222,6 +223,18 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 		return reject(wire.ReasonAgentFailed, "the agent is not running: "+r.failure)
 	}
 	busy := turn != ""
+	if st.NewTurn {
+		// A reply in a thread where this agent's turn ended (or that has
+		// none): it starts a turn of its own, never steers another thread's.
+		mode := authz.Mode{Action: authz.ActionStart}
+		switch {
+		case st.Follows != "" && !pol.StartOnEnded:
+			return reject(wire.ReasonTurnEnded, fmt.Sprintf("turn %s in this thread has ended and @%s's policy does not start a new turn for it", st.Follows, r.cfg.Name))
+		case busy:
+			mode = authz.Mode{Action: authz.ActionQueue, Message: "waits for the running turn (in another thread) to end, then starts a turn in this thread"}
+		}
+		return r.place(st, in, pol, r.strictMode(mode, needsStrict, ""), turn, data)
+	}
 	if st.ExpectedTurn != "" {
 		switch {
 		case busy && st.ExpectedTurn != turn:
@@ -237,7 +250,12 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 		}
 	}
 	mode := authz.SteerMode(authz.ModeCheck{Busy: busy, CanSteer: r.h.CanSteer(), SteeringEnabled: pol.Steering, SteersThisTurn: steers, MaxSteers: pol.MaxSteers})
-	mode = r.strictMode(mode, needsStrict, turn)
+	return r.place(st, in, pol, r.strictMode(mode, needsStrict, turn), turn, data)
+}
+
+// place carries out the delivery decided for a steer: start a turn, steer
+// the running one, queue it, or reject it.
+func (r *runner) place(st wire.Steer, in Input, pol wire.Policy, mode authz.Mode, turn string, data []string) wire.Receipt {
 	switch mode.Action {
 	case authz.ActionStart:
 		return r.start(st, in)
@@ -277,7 +295,7 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 		}
 	case authz.ActionQueue:
 		rc := r.enqueue(st, in, pol)
-		if in.Strict && mode.Message != "" && rc.Status == wire.StatusQueued {
+		if mode.Message != "" && rc.Status == wire.StatusQueued {
 			rc.Detail = mode.Message // says why it waits and how it will run
 		}
 		return rc
@@ -290,6 +308,11 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 	data, _ := r.inputTaint(st)
 	r.mu.Lock()
 	r.turnRoom, r.steeredBy, r.data, r.steers = st.Room, []string{st.Sender}, data, 1
+	r.thread = st.Thread
+	if r.thread == 0 {
+		r.thread = st.MessageID // the turn lives in the thread under its message
+	}
+	thread := r.thread
 	r.mu.Unlock()
 	ctx, cancel := r.callCtx()
 	id, err := r.h.StartTurn(ctx, in)
@@ -299,7 +322,7 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 	}
 	if err != nil {
 		r.mu.Lock()
-		r.turnRoom, r.steeredBy, r.data, r.steers = "", nil, nil, 0
+		r.turnRoom, r.steeredBy, r.data, r.steers, r.thread = "", nil, nil, 0, 0
 		r.mu.Unlock()
 		if errors.Is(err, ErrNotStrict) {
 			return reject(wire.ReasonNotAllowed, err.Error())
@@ -316,7 +339,7 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 	r.mu.Unlock()
 	r.journalTurn(id, "started")
 	r.b.printf("started %s turn %s for @%s in %s", r.handle(), id, st.Sender, st.Room)
-	r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: id, Kind: wire.TurnStarted, Room: st.Room, At: r.b.cfg.Now().UTC()})
+	r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: id, Kind: wire.TurnStarted, Room: st.Room, Thread: thread, At: r.b.cfg.Now().UTC()})
 	return wire.Receipt{Status: wire.StatusStarted, TurnID: id}
 }
 
@@ -390,7 +413,7 @@ func (r *runner) clearTurn(turn, status string) bool {
 		return false
 	}
 	r.lastEnded, r.endedAt = turn, r.b.cfg.Now()
-	r.turnID, r.steeredBy, r.data, r.steers, r.stopper = "", nil, nil, 0, ""
+	r.turnID, r.steeredBy, r.data, r.steers, r.stopper, r.thread = "", nil, nil, 0, "", 0
 	if r.status != wire.AgentFailed {
 		r.status = wire.AgentIdle
 	}
@@ -462,7 +485,7 @@ func (r *runner) resync(c wire.Control) {
 func (r *runner) onEvent(ev Event) {
 	now := r.b.cfg.Now().UTC()
 	r.mu.Lock()
-	room := r.turnRoom
+	room, thread := r.turnRoom, r.thread
 	r.mu.Unlock()
 	switch ev.Kind {
 	case EventTurnStarted:
@@ -483,17 +506,17 @@ func (r *runner) onEvent(ev Event) {
 		}
 		r.gate.turnEnded(ev.TurnID)
 		r.b.printf("%s turn %s ended: %s", r.handle(), ev.TurnID, ev.Status)
-		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnEnded, Status: endStatus(ev.Status), Text: ev.Text, Room: room, By: by, At: now, Usage: ev.Usage})
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnEnded, Status: endStatus(ev.Status), Text: ev.Text, Room: room, By: by, At: now, Usage: ev.Usage, Thread: thread})
 		r.b.heartbeat()
 		r.b.wg.Add(1)
 		go func() { defer r.b.wg.Done(); r.deliverQueued() }()
 	case EventMessage:
-		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnMessage, Text: ev.Text, Room: room, At: now, ItemID: ev.ItemID, Partial: ev.Partial})
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnMessage, Text: ev.Text, Room: room, At: now, ItemID: ev.ItemID, Partial: ev.Partial, Thread: thread})
 	case EventProgress:
-		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnProgress, Text: ev.Text, Room: room, At: now})
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnProgress, Text: ev.Text, Room: room, At: now, Thread: thread})
 	case EventTool:
 		r.journalTool(ev.TurnID, ev.Text)
-		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnTool, Text: ev.Text, Room: room, At: now})
+		r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: ev.TurnID, Kind: wire.TurnTool, Text: ev.Text, Room: room, At: now, Thread: thread})
 	case EventFailed:
 		r.mu.Lock()
 		turn := r.turnID
@@ -504,7 +527,7 @@ func (r *runner) onEvent(ev Event) {
 			r.mu.Lock()
 			r.status = wire.AgentFailed
 			r.mu.Unlock()
-			r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: turn, Kind: wire.TurnEnded, Status: "failed", Text: ev.Text, Room: room, At: now})
+			r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: turn, Kind: wire.TurnEnded, Status: "failed", Text: ev.Text, Room: room, At: now, Thread: thread})
 		}
 		r.b.printf("%s failed: %s", r.handle(), ev.Text)
 		r.b.heartbeat()
@@ -556,9 +579,9 @@ func (r *runner) close() {
 	r.mu.Unlock()
 }
 
-func provenance(st wire.Steer) authz.Provenance {
+func provenance(st wire.Steer, files []authz.Attachment) authz.Provenance {
 	p := authz.Provenance{Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, SenderIsAgent: st.SenderIsAgent, Owner: st.Owner,
-		Room: st.Room, RoomKind: st.RoomKind, MessageID: st.MessageID, SentAt: st.SentAt, Text: st.Text, Nonce: authz.NewNonce()}
+		Room: st.Room, RoomKind: st.RoomKind, MessageID: st.MessageID, SentAt: st.SentAt, Text: st.Text, Nonce: authz.NewNonce(), Files: files}
 	for _, x := range st.Parts {
 		p.Parts = append(p.Parts, authz.Part{Kind: x.Kind, Start: x.Start, End: x.End})
 	}

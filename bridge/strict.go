@@ -18,7 +18,7 @@ func (r *runner) inputTaint(st wire.Steer) (data []string, needsStrict bool) {
 	for _, p := range st.Parts {
 		parts = append(parts, authz.Part{Kind: p.Kind, Start: p.Start, End: p.End})
 	}
-	data = authz.MessageData(st.Text, st.SenderIsAgent, parts)
+	data = authz.WithFiles(authz.MessageData(st.Text, st.SenderIsAgent, parts), len(st.Files))
 	return data, authz.MessageNeedsStrict(r.b.cfg.Creds.Owner, st.Sender, st.SenderIsOwner, st.SenderIsAgent, data)
 }
 

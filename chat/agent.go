@@ -83,6 +83,8 @@ type Approval struct {
 	Reason      string    `json:"reason,omitempty"`
 	Expires     time.Time `json:"expires"`
 	At          time.Time `json:"at"`
+	// Thread is the thread of the turn that asked, where the card shows.
+	Thread int64 `json:"thread,omitempty"`
 }
 
 // Receipt is what became of one mention of one agent.

@@ -68,11 +68,17 @@ type CredentialCreated struct {
 	Kind      string     `json:"kind"`
 	Label     string     `json:"label,omitempty"`
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// Client and Addr say where a session was opened (the browser's
+	// User-Agent, shortened, and the client address), for its user's list
+	// of sessions.
+	Client string `json:"client,omitempty"`
+	Addr   string `json:"addr,omitempty"`
 }
 
 // CredentialRevoked is the payload of the event recorded when a session or token was revoked.
 type CredentialRevoked struct {
 	TokenHash string `json:"tokenHash"`
+	Reason    string `json:"reason,omitempty"` // End*; empty in older events: EndRevoked
 }
 
 // RoomCreated is the payload of the event recorded when a room or DM was created.
@@ -109,6 +115,16 @@ type MessagePosted struct {
 	Route bool `json:"route,omitempty"`
 	// Turns names, per agent handle, the turn the sender saw running.
 	Turns map[string]string `json:"turns,omitempty"`
+	// Thread is the root of the thread the message replies in (0: the
+	// channel).
+	Thread int64 `json:"thread,omitempty"`
+	// Files names files the author uploaded to the room, now posted.
+	Files []string `json:"files,omitempty"`
+	// Item names an agent's streamed message (with TurnID): a message
+	// posted again with the same item replaces the text of the first, in
+	// place; Partial marks every version but the last.
+	Item    string `json:"item,omitempty"`
+	Partial bool   `json:"partial,omitempty"`
 }
 
 // SteerID is the id of the steer for the i-th agent mention of message seq.

@@ -126,6 +126,8 @@ type TurnRecorded struct {
 	Text   string `json:"text,omitempty"`   // kind "tool": the command and its outcome
 	// Usage is the ended turn's model token count, as the bridge reported it.
 	Usage *wire.Usage `json:"usage,omitempty"`
+	// Thread is the root of the thread the turn lives in (0: none known).
+	Thread int64 `json:"thread,omitempty"`
 }
 
 // ApprovalRequested is the payload of the event recorded when a bridge asked the owner to approve a call.

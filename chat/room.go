@@ -29,12 +29,46 @@ type Room struct {
 	MemberCount   int      `json:"memberCount"`
 	LastMessageID int64    `json:"lastMessageId"`
 	Peers         []string `json:"peers,omitempty"` // DMs: the other participants
+	// For the caller, in rooms they are a member of: the last message id
+	// they read (their read marker), how many channel messages from others
+	// came after it (capped at MaxUnread), how many of those and of the
+	// thread replies after it mention them (in a DM: every unread message),
+	// and their notification level.
+	LastRead int64  `json:"lastRead"`
+	Unread   int    `json:"unread"`
+	Mentions int    `json:"mentions"`
+	Notify   string `json:"notify,omitempty"`
+}
+
+// MaxUnread caps the unread and mention counts (the UI shows "999+").
+const MaxUnread = 1000
+
+// Notification levels, per user and room.
+const (
+	NotifyAll      = "all"
+	NotifyMentions = "mentions"
+	NotifyNone     = "none"
+)
+
+// ValidNotify reports whether level is a notification level.
+func ValidNotify(level string) bool {
+	return level == NotifyAll || level == NotifyMentions || level == NotifyNone
+}
+
+// DefaultNotify is the level of a room whose member chose none: every
+// message of a DM, mentions elsewhere.
+func DefaultNotify(kind string) string {
+	if kind == KindDM {
+		return NotifyAll
+	}
+	return NotifyMentions
 }
 
 // Member is one member of a room.
 type Member struct {
-	User string `json:"user"`
-	Role string `json:"role"`
+	User        string `json:"user"`
+	Role        string `json:"role"`
+	Deactivated bool   `json:"deactivated,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)

@@ -8,6 +8,9 @@ type User struct {
 	Name    string `json:"name"`
 	Display string `json:"display,omitempty"`
 	Admin   bool   `json:"admin"`
+	// Deactivated accounts cannot log in; their sessions, tokens and
+	// bridges were ended when an admin deactivated them.
+	Deactivated bool `json:"deactivated,omitempty"`
 }
 
 // Credential kinds and lifetimes.
@@ -25,4 +28,17 @@ type Token struct {
 	Label     string    `json:"label"`
 	CreatedAt time.Time `json:"createdAt"`
 	Revoked   bool      `json:"revoked"`
+}
+
+// PasswordResetTTL bounds how long a reset code an admin issued works.
+const PasswordResetTTL = 24 * time.Hour
+
+// Session is one of a user's logged-in browsers, as its user sees it.
+type Session struct {
+	ID        string    `json:"id"` // the first 16 hex characters of the stored hash
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Client    string    `json:"client"` // User-Agent at login, shortened
+	Addr      string    `json:"addr"`   // client address at login
+	Current   bool      `json:"current"`
 }

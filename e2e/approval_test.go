@@ -155,10 +155,19 @@ func TestApprovals(t *testing.T) {
 		}
 		// Turn ends travel on their own subject, so a turn.ended may be
 		// recorded just after the next steer: the check allows that.
-		want := strings.Fields("registered consent.added steer turn.started approval.requested approval.approved turn.ended " +
+		want := strings.Fields("registered consent.added steer turn.started approval.requested approval.approved " +
 			"steer turn.started approval.requested approval.approved steer turn.started approval.requested approval.voided")
 		if !subsequence(kinds, want) {
 			t.Fatalf("timeline lacks, in order, %v:\n%v", want, kinds)
+		}
+		ended := 0
+		for _, k := range kinds {
+			if k == "turn.ended" {
+				ended++
+			}
+		}
+		if ended < 2 {
+			t.Fatalf("the first two turns did not both end in the timeline: %v", kinds)
 		}
 		if r.Body["firstBad"].(float64) != -1 {
 			t.Fatalf("chain broken: %v", r.Body["firstBad"])

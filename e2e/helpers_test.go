@@ -16,7 +16,7 @@ func receipt(t *testing.T, c *testhub.Client, room string, id int64, agent strin
 	t.Helper()
 	var last map[string]any
 	testhub.CheckFor(t, 15*time.Second, fmt.Sprintf("receipt %v for message %d", want, id), func() error {
-		r := c.Must(200, "GET", fmt.Sprintf("/api/v1/rooms/%s/messages?after=%d&limit=1", room, id-1), nil)
+		r := c.Must(200, "GET", fmt.Sprintf("/api/v1/rooms/%s/messages?include=replies&after=%d&limit=1", room, id-1), nil)
 		for _, rc := range testhub.AsList(r.Body["receipts"]) {
 			if rc["agent"] == agent {
 				last = rc
@@ -48,7 +48,7 @@ func post(t *testing.T, c *testhub.Client, room, text string, turns map[string]s
 
 // agentMessages returns the texts an agent posted in a room.
 func agentMessages(t *testing.T, c *testhub.Client, room, agent string) []string {
-	r := c.Must(200, "GET", "/api/v1/rooms/"+room+"/messages?limit=200", nil)
+	r := c.Must(200, "GET", "/api/v1/rooms/"+room+"/messages?include=replies&limit=200", nil)
 	var out []string
 	for _, m := range testhub.AsList(r.Body["messages"]) {
 		if m["author"] == agent {

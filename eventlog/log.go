@@ -339,7 +339,7 @@ func (l *Log) Append(ctx context.Context, ev chat.Event, opts ...AppendOption) (
 		}
 		l.mu.Unlock()
 	}()
-	ack, err := l.js.Publish(ctx, subject(ev, opts), data, jetstream.WithMsgID(ev.ID))
+	ack, err := l.publish(ctx, subject(ev, opts), ev, data)
 	if err != nil {
 		return 0, l.publishErr(err)
 	}
@@ -383,12 +383,34 @@ func (l *Log) Record(ctx context.Context, ev chat.Event) (uint64, error) {
 	if err != nil {
 		return 0, wh.Wrap(err, "encode event")
 	}
-	ack, err := l.js.Publish(ctx, SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+	ack, err := l.publish(ctx, SubjectPrefix+ev.Type, ev, data)
 	if err != nil {
 		return 0, l.publishErr(err)
 	}
 	l.noteAcked(ack.Sequence)
 	return ack.Sequence, nil
+}
+
+// errDuplicateInProcess: another publisher (another hub node noticing the
+// same thing) is storing an event with this id right now.
+const errDuplicateInProcess jetstream.ErrorCode = 10158
+
+// publish publishes ev. When another node is storing the same event id at
+// that moment, it asks again shortly: the answer is then the duplicate's
+// ack, as for any retry.
+func (l *Log) publish(ctx context.Context, subject string, ev chat.Event, data []byte) (*jetstream.PubAck, error) {
+	for wait := 20 * time.Millisecond; ; wait *= 2 {
+		ack, err := l.js.Publish(ctx, subject, data, jetstream.WithMsgID(ev.ID))
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != errDuplicateInProcess || wait > time.Second {
+			return ack, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // publishErr says which: storage full (507) or the log unavailable (503).
@@ -550,10 +572,9 @@ func (l *Log) applyRetrying(batch []Entry) bool {
 			if l.failed.Swap(nil) != nil {
 				l.log.Info("projection resumed", "seq", keep[len(keep)-1].Seq)
 			}
-			l.applied.Store(keep[len(keep)-1].Seq)
 			l.batches.Add(1)
 			l.events.Add(uint64(len(keep)))
-			l.deliver(outs, feed)
+			l.deliver(keep[len(keep)-1].Seq, outs, feed)
 			return true
 		}
 		f := &Failure{Reason: ReasonProjection, Err: err}
@@ -575,7 +596,21 @@ func (l *Log) applyRetrying(batch []Entry) bool {
 	}
 }
 
-func (l *Log) deliver(outs []Outcome, feed []chat.FeedItem) {
+// deliver hands the batch's feed to the subscribers (the node's caches and
+// live clients) first, and only then counts the batch applied and answers
+// the writers waiting for it: a writer that learns its change was applied
+// finds this node's caches current (a logout that returned is a session
+// this node no longer accepts).
+func (l *Log) deliver(seq uint64, outs []Outcome, feed []chat.FeedItem) {
+	l.mu.Lock()
+	subs := l.onFeed
+	l.mu.Unlock()
+	if len(feed) > 0 {
+		for _, f := range subs {
+			f(feed)
+		}
+	}
+	l.applied.Store(seq)
 	l.mu.Lock()
 	for _, o := range outs {
 		if w, ok := l.waiters[o.ID]; ok {
@@ -583,13 +618,7 @@ func (l *Log) deliver(outs []Outcome, feed []chat.FeedItem) {
 			delete(l.waiters, o.ID)
 		}
 	}
-	subs := l.onFeed
 	close(l.notify)
 	l.notify = make(chan struct{})
 	l.mu.Unlock()
-	if len(feed) > 0 {
-		for _, f := range subs {
-			f(feed)
-		}
-	}
 }

@@ -56,7 +56,7 @@ func TestAccounts(t *testing.T) {
 	})
 	t.Run("ErrTooManyWrongPasswords", func(t *testing.T) {
 		c := testhub.NewClient(t, h.URL())
-		for i := 0; i < 5; i++ {
+		for i := 0; i < 3; i++ {
 			c.Must(401, "POST", "/api/v1/sessions", map[string]string{"name": "mallory-target", "password": "guess-guess"})
 		}
 		r := c.Must(429, "POST", "/api/v1/sessions", map[string]string{"name": "mallory-target", "password": "guess-guess"})

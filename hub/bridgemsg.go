@@ -116,14 +116,14 @@ func (l *Link) endLostTurn(ctx context.Context, a *chat.Agent, why string) {
 }
 
 func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) {
-	if te.Partial {
-		return // a streamed message is posted when it is final (no in-place edits yet)
-	}
 	handle := b.Owner + "/" + te.Agent
 	a, err := l.rooms.AgentByHandle(ctx, handle)
 	if err != nil || a.Bridge != b.ID {
 		return
 	}
+	// The turn lives in the thread under the message that started it: its
+	// replies, tool activity and approval cards go there.
+	te.Thread = l.turnThread(ctx, a, te.Room, te.Thread, te.TurnID)
 	if te.Kind == wire.TurnTool { // into the audited timeline too: what ran, and what was refused
 		if err := l.rooms.RecordTurn(ctx, handle, te, "", ""); err != nil {
 			l.log.Warn("recording a tool event failed", "agent", handle, "err", err)
@@ -149,14 +149,36 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) {
 		if in, _ := l.rooms.AgentInRoom(ctx, a.ID, roomName); !in {
 			return // removed from the room meanwhile: say nothing there
 		}
-		kind := ""
-		if te.Kind != wire.TurnMessage {
-			kind = te.Kind
+		out := room.AgentOutput{AuthorKind: chat.AuthorAgent, Author: handle, Room: roomName, Text: te.Text, TurnID: te.TurnID, Thread: te.Thread}
+		if te.Kind == wire.TurnMessage {
+			// A streamed message (the same item, partial until its last
+			// version) is one message whose text is updated in place.
+			out.Item, out.Partial = te.ItemID, te.Partial
+		} else {
+			out.Kind = te.Kind
 		}
-		if _, err := l.rooms.PostAs(ctx, chat.AuthorAgent, handle, roomName, te.Text, te.TurnID, kind); err != nil {
+		if _, err := l.rooms.PostAgentOutput(ctx, out); err != nil {
 			l.log.Warn("posting agent output failed", "agent", handle, "err", err)
 		}
 	}
+}
+
+// turnThread is the thread a turn's output goes to: the one the bridge
+// names when it is a thread of the room holding a mention of this agent,
+// else the one the hub recorded for the turn, else none (the channel). In
+// a person's DM with the agent there are no threads: it is one conversation.
+func (l *Link) turnThread(ctx context.Context, a *chat.Agent, roomName string, claimed int64, turn string) int64 {
+	if _, _, _, dm := chat.AgentDMParts(roomName); dm || roomName == "" {
+		return 0
+	}
+	if claimed > 0 {
+		if t, err := l.rooms.ThreadOfAgent(ctx, a.ID, roomName, claimed); err == nil && t > 0 {
+			return t
+		}
+		l.log.Warn("a bridge named a thread its agent was not mentioned in", "agent", a.Handle, "thread", claimed)
+	}
+	t, _ := l.rooms.TurnThread(ctx, a.ID, turn)
+	return t
 }
 
 // approval records a bridge's approval request (already checked at the
@@ -173,6 +195,7 @@ func (l *Link) approval(ctx context.Context, b *chat.Bridge, req wire.ApprovalRe
 			req.Room = ""
 		}
 	}
+	req.Thread = l.turnThread(ctx, a, req.Room, req.Thread, req.TurnID)
 	if err := l.rooms.RecordApproval(ctx, b.Owner+"/"+req.Agent, req); err != nil {
 		return ackErr(err)
 	}

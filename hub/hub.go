@@ -82,6 +82,12 @@ type Config struct {
 	PublicURL string
 	// OriginPatterns are extra allowed WebSocket origins.
 	OriginPatterns []string
+	// TrustedProxies are the reverse proxies (addresses or CIDR prefixes)
+	// whose X-Forwarded-For and X-Forwarded-Proto the hub believes.
+	TrustedProxies []string
+	// MetricsAddr serves /metrics on its own listener (host:port); "" is
+	// off. The public listener never serves metrics.
+	MetricsAddr string
 	// WSQueueBytes and WSQueue bound each WebSocket client's outgoing
 	// queue in bytes (default 1 MiB) and items (default 8192); a client
 	// that falls further behind is closed with 1008 and resumes.
@@ -98,8 +104,11 @@ type Config struct {
 	// bridges that were missed and closes them (default
 	// DefaultBridgeSweep).
 	BridgeSweep time.Duration
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// FileMaxBytes and FileQuota bound one uploaded file and all of one
+	// user's files (defaults room.DefaultFileMaxBytes, room.DefaultFileQuota).
+	FileMaxBytes, FileQuota int64
+	Logger                  *slog.Logger
+	Now                     func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -118,6 +127,9 @@ func (c *Config) Validate() error {
 	}
 	if err := checkPublicURL(c.PublicURL); err != nil {
 		return wh.Errorf(wh.EInvalid, "%v", err)
+	}
+	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return err
 	}
 	if c.NATSAddr == "" {
 		c.NATSAddr = DefaultNATSAddr
@@ -188,6 +200,9 @@ type Hub struct {
 	tls           *tls.Config
 	reg           *prometheus.Registry
 
+	metricsLn  net.Listener
+	metricsSrv *http.Server
+
 	mu         sync.Mutex
 	setupToken string
 }
@@ -226,7 +241,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log})
+	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
+		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota})
 	if err != nil {
 		return err
 	}
@@ -237,6 +253,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_events_total", Help: "Events the projector applied."},
 		func() float64 { _, e := h.rooms.Log.Batches(); return float64(e) }))
 
+	proxies, _ := ParseTrustedProxies(h.cfg.TrustedProxies)
 	h.web = web.New(web.Config{
 		Rooms:          h.rooms,
 		Agents:         h.link.api(),
@@ -248,6 +265,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		QueueSize:      h.cfg.WSQueue,
 		QueueBytes:     h.cfg.WSQueueBytes,
 		Registry:       h.reg,
+		SecureCookies:  httpsPublicURL(h.cfg.PublicURL),
+		TrustedProxies: proxies,
 	})
 	h.rooms.Log.OnFeed(h.web.Publish)
 	if err := h.link.start(ctx, h); err != nil {
@@ -326,6 +345,9 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			h.log.Error("http server stopped", "err", err)
 		}
 	}()
+	if err := h.startOps(); err != nil {
+		return err
+	}
 	h.log.Info("hub ready", "url", h.URL(), "bridges", h.NATSURL(), "data", h.cfg.DataDir)
 	return nil
 }
@@ -342,6 +364,7 @@ func (h *Hub) ready() error {
 // Close shuts down in order: HTTP, WebSockets (1001), NATS drain, NATS
 // server, database — under ctx's deadline.
 func (h *Hub) Close(ctx context.Context) error {
+	h.stopOps(ctx)
 	if h.http != nil {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		h.http.Shutdown(sctx)

@@ -380,6 +380,26 @@ func (l *Link) process(id string, m *nats.Msg) {
 			return
 		}
 		l.reply(m, l.invitations(ctx, b, req))
+	case wire.KindFile:
+		var req wire.FileRequest
+		err := decodeMsg(m.Data, &req)
+		if err == nil {
+			err = req.Validate()
+		}
+		if err != nil {
+			l.m.invalid.WithLabelValues(kind).Inc()
+			l.log.Warn("refused a bridge message", "bridge", id, "kind", kind, "err", err)
+			l.fileError(m, err)
+			return
+		}
+		// Streamed off the bridge's worker: a big file never holds up its
+		// receipts and turn events.
+		if l.enter() {
+			go func() {
+				defer l.wg.Done()
+				l.safely("file", func() { l.serveFile(b, m, req) })
+			}()
+		}
 	case wire.KindApprovalUpdate:
 		var up wire.ApprovalUpdate
 		if err := decodeMsg(m.Data, &up); err != nil {

@@ -109,6 +109,10 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 	if _, err := rooms.CreateRoom(ctx, admin, "general", false, "Everyone, and the demo agent"); err != nil && wh.ErrorCode(err) != wh.EConflict {
 		return fail(err)
 	}
+	// Every new user lands in #general (unless the admin chose other rooms).
+	if err := rooms.EnsureDefaultRoom(ctx, admin, "general"); err != nil {
+		return fail(err)
+	}
 
 	// The local bridge keeps its key beside the data, so restarts reuse it.
 	credsPath := filepath.Join(cfg.Hub.DataDir, CredentialsFile)

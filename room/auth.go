@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/argon2"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 )
 
@@ -96,7 +97,7 @@ func (s *Service) CreateUser(ctx context.Context, actor *chat.User, name, displa
 }
 
 func (s *Service) createUser(ctx context.Context, name, display, password string, admin, setup bool) (*chat.User, error) {
-	name = strings.ToLower(strings.TrimSpace(name))
+	name = normName(name)
 	if !chat.ValidUserName(name) {
 		return nil, wh.Errorf(wh.EInvalid, "user names are 1-32 characters: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
@@ -119,26 +120,73 @@ func (s *Service) createUser(ctx context.Context, name, display, password string
 	return s.UserByName(ctx, name)
 }
 
-// Login checks a password and creates a session; it returns the secret.
-func (s *Service) Login(ctx context.Context, name, password string) (string, *chat.User, error) {
-	name = strings.ToLower(strings.TrimSpace(name))
+// Client says where a login or password check comes from.
+type Client struct {
+	Addr  string // the client's address (netip form); throttling keys on it
+	Agent string // its User-Agent, shown in its user's list of sessions
+}
+
+// maxClientAgent bounds the User-Agent kept with a session.
+const maxClientAgent = 160
+
+// normName is how names are compared everywhere: trimmed, lower case.
+func normName(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
+
+// dummyHash keeps an unknown name as slow to check as a known one.
+const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g"
+
+// checkPassword checks name's password under the login throttle.
+func (s *Service) checkPassword(ctx context.Context, name, password string, from Client) (*chat.User, error) {
+	done, err := s.logins.passwordAttempt(ctx, name, from.Addr)
+	if err != nil {
+		return nil, err
+	}
 	u, hash, err := s.PasswordHash(ctx, name)
 	if wh.ErrorCode(err) == wh.ENotFound {
-		CheckPassword("$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g", password) // same cost either way
-		return "", nil, wh.Errorf(wh.EUnauthenticated, "wrong user name or password")
+		CheckPassword(dummyHash, password) // same cost either way
+		done(false)
+		return nil, wh.Errorf(wh.EUnauthenticated, "wrong user name or password")
 	}
+	if err != nil {
+		done(false)
+		return nil, err
+	}
+	if !CheckPassword(hash, password) {
+		done(false)
+		return nil, wh.Errorf(wh.EUnauthenticated, "wrong user name or password")
+	}
+	done(true)
+	return u, nil
+}
+
+// Login checks a password and creates a session; it returns the secret.
+// Attempts are throttled per name and client address (see throttle.go).
+func (s *Service) Login(ctx context.Context, name, password string, from Client) (string, *chat.User, error) {
+	name = normName(name)
+	u, err := s.checkPassword(ctx, name, password, from)
 	if err != nil {
 		return "", nil, err
 	}
-	if !CheckPassword(hash, password) {
-		return "", nil, wh.Errorf(wh.EUnauthenticated, "wrong user name or password")
+	if u.Deactivated {
+		return "", nil, &wh.Error{Code: wh.EForbidden, Reason: authz.ReasonDeactivated, Message: "your account is deactivated; ask a hub admin"}
 	}
-	secret := NewSecret("whs_")
-	exp := s.now().Add(chat.SessionTTL)
-	if _, err := s.append(ctx, chat.EvCredentialCreated, chat.CredentialCreated{TokenHash: HashSecret(secret), User: u.Name, Kind: chat.CredSession, ExpiresAt: &exp}); err != nil {
+	secret, err := s.newSession(ctx, u.Name, from)
+	if err != nil {
 		return "", nil, err
 	}
 	return secret, u, nil
+}
+
+func (s *Service) newSession(ctx context.Context, user string, from Client) (string, error) {
+	agent := from.Agent
+	if len(agent) > maxClientAgent {
+		agent = strings.ToValidUTF8(agent[:maxClientAgent], "")
+	}
+	secret := NewSecret("whs_")
+	exp := s.now().Add(chat.SessionTTL)
+	_, err := s.append(ctx, chat.EvCredentialCreated, chat.CredentialCreated{TokenHash: HashSecret(secret), User: user, Kind: chat.CredSession,
+		ExpiresAt: &exp, Client: agent, Addr: from.Addr})
+	return secret, err
 }
 
 // CreateToken creates an API bearer token for actor.
@@ -153,10 +201,21 @@ func (s *Service) CreateToken(ctx context.Context, actor *chat.User, label strin
 	return secret, nil
 }
 
-// Revoke ends a session or token.
-func (s *Service) Revoke(ctx context.Context, secret string) error {
-	_, err := s.append(ctx, chat.EvCredentialRevoked, chat.CredentialRevoked{TokenHash: HashSecret(secret)})
-	s.cache.dropAuth(HashSecret(secret))
+// Revoke ends a session or token by its secret (a logout: reason
+// chat.EndLogout). Every hub node forgets it and closes the sockets opened
+// with it as it applies the event.
+// A secret that names no live credential appends nothing: anyone may send
+// a made-up cookie, and it must not grow the log.
+func (s *Service) Revoke(ctx context.Context, secret, reason string) error {
+	hash := HashSecret(secret)
+	c, err := s.CredentialByHash(ctx, hash)
+	if wh.ErrorCode(err) == wh.ENotFound || (err == nil && c.Revoked) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = s.append(ctx, chat.EvCredentialRevoked, chat.CredentialRevoked{TokenHash: hash, Reason: reason})
 	return err
 }
 
@@ -166,11 +225,12 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*chat.User, 
 		return nil, wh.Errorf(wh.EUnauthenticated, "log in first (session cookie or Authorization: Bearer token)")
 	}
 	hash := HashSecret(secret)
-	if u, ok := s.cache.getAuth(hash, s.now()); ok {
+	u, ok, gen := s.cache.getAuth(hash, s.now())
+	if ok {
 		return &u, nil
 	}
 	c, err := s.CredentialByHash(ctx, hash)
-	if wh.ErrorCode(err) == wh.ENotFound || (err == nil && c.Revoked) {
+	if wh.ErrorCode(err) == wh.ENotFound || (err == nil && (c.Revoked || c.User.Deactivated)) {
 		return nil, wh.Errorf(wh.EUnauthenticated, "your session or token is not valid; log in again")
 	}
 	if err != nil {
@@ -179,8 +239,8 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*chat.User, 
 	if !c.Expires.IsZero() && s.now().After(c.Expires) {
 		return nil, wh.Errorf(wh.EUnauthenticated, "your session has expired; log in again")
 	}
-	s.cache.putAuth(hash, authEntry{u: c.User, exp: c.Expires, at: s.now()})
-	u := c.User
+	s.cache.putAuth(hash, authEntry{u: c.User, exp: c.Expires, at: s.now()}, gen)
+	u = c.User
 	return &u, nil
 }
 
@@ -193,9 +253,6 @@ func (s *Service) RevokeToken(ctx context.Context, actor *chat.User, id string) 
 	if err != nil {
 		return err
 	}
-	if _, err := s.append(ctx, chat.EvCredentialRevoked, chat.CredentialRevoked{TokenHash: hash}); err != nil {
-		return err
-	}
-	s.cache.dropAuth(hash)
-	return nil
+	_, err = s.append(ctx, chat.EvCredentialRevoked, chat.CredentialRevoked{TokenHash: hash, Reason: chat.EndRevoked})
+	return err
 }

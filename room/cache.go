@@ -12,9 +12,15 @@ import (
 // SQLite. They are only an optimization: the projector re-checks
 // membership when it applies a post, so a stale entry can never let a
 // non-member's message in.
+//
+// A credential leaves the cache on the event that ends it (logout,
+// revocation, deactivation, a password change) as each node applies it,
+// and an answer read from the database while such an event was being
+// applied is never cached (the generation check). The TTL is only a
+// backstop.
 
 const (
-	authCacheTTL  = time.Second // a revocation on another node takes effect within this
+	authCacheTTL  = time.Minute
 	cacheMaxItems = 50_000
 )
 
@@ -25,10 +31,11 @@ type authEntry struct {
 }
 
 type caches struct {
-	mu     sync.Mutex
-	auth   map[string]authEntry // by credential hash
-	access map[accessKey]int64  // member's (user, room) → room id
-	gen    uint64               // bumped on every membership change
+	mu      sync.Mutex
+	auth    map[string]authEntry // by credential hash
+	authGen uint64               // bumped on every access change
+	access  map[accessKey]int64  // member's (user, room) → room id
+	gen     uint64               // bumped on every membership change
 }
 
 type accessKey struct {
@@ -40,29 +47,46 @@ func newCaches() *caches {
 	return &caches{auth: map[string]authEntry{}, access: map[accessKey]int64{}}
 }
 
-func (c *caches) getAuth(hash string, now time.Time) (chat.User, bool) {
+// getAuth returns a cached credential, or the generation to pass to
+// putAuth after reading the database.
+func (c *caches) getAuth(hash string, now time.Time) (u chat.User, ok bool, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.auth[hash]
 	if !ok || now.Sub(e.at) > authCacheTTL || (!e.exp.IsZero() && now.After(e.exp)) {
-		return chat.User{}, false
+		return chat.User{}, false, c.authGen
 	}
-	return e.u, true
+	return e.u, true, c.authGen
 }
 
-func (c *caches) putAuth(hash string, e authEntry) {
+// putAuth stores an answer read at generation gen, unless access changed
+// since (the answer may predate the change).
+func (c *caches) putAuth(hash string, e authEntry, gen uint64) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.authGen {
+		return
+	}
 	if len(c.auth) >= cacheMaxItems {
 		c.auth = map[string]authEntry{}
 	}
 	c.auth[hash] = e
-	c.mu.Unlock()
 }
 
-func (c *caches) dropAuth(hash string) {
+// dropAccess forgets the credentials an access change ended and every
+// cached credential of its user (their account changed).
+func (c *caches) dropAccess(a *chat.AccessChange) {
 	c.mu.Lock()
-	delete(c.auth, hash)
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	c.authGen++
+	for _, h := range a.Ended {
+		delete(c.auth, h)
+	}
+	for h, e := range c.auth {
+		if e.u.ID == a.User {
+			delete(c.auth, h)
+		}
+	}
 }
 
 // getAccess returns a cached membership answer, or the generation to pass
@@ -90,16 +114,22 @@ func (c *caches) putAccess(user int64, room string, id int64, gen uint64) {
 }
 
 // onFeed forgets membership answers when membership may have changed and
-// credentials when one was revoked.
+// credentials when access changed.
 func (c *caches) onFeed(items []chat.FeedItem) {
+	members := false
 	for _, it := range items {
+		if it.Access != nil {
+			c.dropAccess(it.Access)
+		}
 		switch it.Kind {
 		case chat.EvMemberAdded, chat.EvMemberRemoved, chat.EvRoomCreated:
-			c.mu.Lock()
-			c.access = map[accessKey]int64{}
-			c.gen++
-			c.mu.Unlock()
-			return
+			members = true
 		}
+	}
+	if members {
+		c.mu.Lock()
+		c.access = map[accessKey]int64{}
+		c.gen++
+		c.mu.Unlock()
 	}
 }

@@ -20,6 +20,10 @@ type Config struct {
 	Replicas int
 	Now      func() time.Time
 	Logger   *slog.Logger
+	// FileMaxBytes bounds one uploaded file (default DefaultFileMaxBytes);
+	// FileQuota all of one user's files (default DefaultFileQuota);
+	// FilesMaxBytes the files bucket (0: only the server's limits).
+	FileMaxBytes, FileQuota, FilesMaxBytes int64
 }
 
 // Service is the chat domain: the rules every change passes (who may do
@@ -31,6 +35,12 @@ type Service struct {
 	now    func() time.Time
 	logger *slog.Logger
 	cache  *caches
+	js     jetstream.JetStream
+	repl   int
+	logins *limiter // set by Start
+
+	files              *files
+	fileMax, fileQuota int64
 }
 
 // Open opens the read model and prepares the log. Call Start to project.
@@ -45,14 +55,29 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches()}
+	if cfg.FileMaxBytes <= 0 {
+		cfg.FileMaxBytes = DefaultFileMaxBytes
+	}
+	if cfg.FileQuota <= 0 {
+		cfg.FileQuota = DefaultFileQuota
+	}
+	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, repl: cfg.Replicas,
+		fileMax: cfg.FileMaxBytes, fileQuota: cfg.FileQuota,
+		files: &files{js: cfg.JS, replicas: max(cfg.Replicas, 1), maxBytes: cfg.FilesMaxBytes}}
 	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas})
 	s.Log.OnFeed(s.cache.onFeed)
 	return s, nil
 }
 
-// Start projects the stream.
-func (s *Service) Start(ctx context.Context) error { return s.Log.Start(ctx) }
+// Start opens the login attempts bucket and projects the stream.
+func (s *Service) Start(ctx context.Context) error {
+	l, err := openLimiter(ctx, s.js, s.repl, s.now, loginForget)
+	if err != nil {
+		return err
+	}
+	s.logins = l
+	return s.Log.Start(ctx)
+}
 
 // Close stops projecting and closes the database.
 func (s *Service) Close() error {

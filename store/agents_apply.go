@@ -215,7 +215,25 @@ func applyAgentStatus(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 		return nil, err
 	}
 	items, err := agentStatusFeedTx(ctx, tx, seq, a.Handle, ev.At)
-	return append(feed, items...), err
+	if err != nil {
+		return nil, err
+	}
+	feed = append(feed, items...)
+	// A turn that starts or stops waiting for an approval shows so in its thread.
+	if d.TurnID != "" && d.TurnID == a.TurnID && (d.Status == wire.AgentNeedsApproval) != (a.Status == wire.AgentNeedsApproval) {
+		thread, err := turnThreadTx(ctx, tx, a.ID, d.TurnID)
+		if err != nil {
+			return nil, err
+		}
+		if thread > 0 {
+			items, err := threadFeedTx(ctx, tx, seq, thread, ev.At)
+			if err != nil {
+				return nil, err
+			}
+			feed = append(feed, items...)
+		}
+	}
+	return feed, nil
 }
 
 // agentStatusFeedTx tells the agent's audience its current state: the

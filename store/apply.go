@@ -151,9 +151,12 @@ func applyUserCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 			return nil, wh.Errorf(wh.EConflict, "setup is already done: log in instead")
 		}
 	}
-	_, err := execTx(ctx, tx, `INSERT INTO users (id, name, display, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		seq, d.Name, d.Display, d.PasswordHash, d.Admin, ts(ev.At))
-	return nil, err
+	if _, err := tx.ExecContext(ctx, `INSERT INTO users (id, name, display, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		seq, d.Name, d.Display, d.PasswordHash, d.Admin, ts(ev.At)); err != nil {
+		return nil, err
+	}
+	// A team's first minute: every new user is in the default rooms.
+	return joinDefaultRoomsTx(ctx, tx, seq, int64(seq), d.Name, ev.At)
 }
 
 func applyCredentialCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
@@ -169,8 +172,15 @@ func applyCredentialCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat
 	if d.ExpiresAt != nil {
 		exp = ts(*d.ExpiresAt)
 	}
-	_, err = execTx(ctx, tx, `INSERT INTO credentials (token_hash, user_id, kind, label, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		d.TokenHash, uid, d.Kind, d.Label, ts(ev.At), exp)
+	var deactivated bool
+	if err := tx.QueryRowContext(ctx, `SELECT deactivated FROM users WHERE id = ?`, uid).Scan(&deactivated); err != nil {
+		return nil, err
+	}
+	if deactivated {
+		return nil, wh.Errorf(wh.EForbidden, "this account is deactivated; ask an admin")
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO credentials (token_hash, user_id, kind, label, created_at, expires_at, client, addr) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.TokenHash, uid, d.Kind, d.Label, ts(ev.At), exp, d.Client, d.Addr)
 	return nil, err
 }
 
@@ -179,8 +189,19 @@ func applyCredentialRevoked(ctx context.Context, tx *sql.Tx, seq uint64, ev chat
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
-	_, err := execTx(ctx, tx, `UPDATE credentials SET revoked = 1 WHERE token_hash = ?`, d.TokenHash)
-	return nil, err
+	var uid int64
+	err := tx.QueryRowContext(ctx, `SELECT user_id FROM credentials WHERE token_hash = ? AND revoked = 0`, d.TokenHash).Scan(&uid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil // unknown or already revoked: nothing changes
+	}
+	if err != nil {
+		return nil, err
+	}
+	reason := d.Reason
+	if reason == "" {
+		reason = chat.EndRevoked
+	}
+	return endCredentialsTx(ctx, tx, seq, uid, reason, ` AND token_hash = ?`, d.TokenHash)
 }
 
 func applyRoomCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
@@ -313,28 +334,74 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 		return nil, err
 	}
 	ids := members.ids
-	if d.AuthorKind == chat.AuthorUser && !members.names[d.Author] {
+	authorID, member := members.names[d.Author]
+	if d.AuthorKind == chat.AuthorUser && !member {
 		return nil, wh.Errorf(wh.EForbidden, "you are not a member of %s", d.Room)
+	}
+	if d.Item != "" && d.AuthorKind == chat.AuthorAgent {
+		// A streamed message posted again replaces its text in place.
+		done, feed, err := streamUpdateTx(ctx, tx, seq, rid, d, ev.At)
+		if done || err != nil {
+			return feed, err
+		}
+	} else {
+		d.Item, d.Partial = "", false
+	}
+	var feed []chat.FeedItem
+	if d.Thread != 0 {
+		root, err := threadRootTx(ctx, tx, rid, d.Thread)
+		switch {
+		case err == nil:
+			d.Thread = root
+		case d.AuthorKind != chat.AuthorUser && wh.ErrorCode(err) == wh.ENotFound:
+			d.Thread = 0 // an agent's output is never lost: without its thread it goes to the channel
+		default:
+			return nil, err
+		}
+	}
+	files := []chat.File{}
+	if len(d.Files) > 0 {
+		if d.AuthorKind != chat.AuthorUser {
+			return nil, wh.Errorf(wh.EInvalid, "only people post files")
+		}
+		if files, err = attachFilesTx(ctx, tx, seq, rid, authorID, d.Room, d.Files); err != nil {
+			return nil, err
+		}
 	}
 	mentions, _ := json.Marshal(chat.NonNilMentions(d.Mentions))
 	parts, _ := json.Marshal(chat.NonNilParts(d.Parts))
+	filesJSON, _ := json.Marshal(files)
 	if _, err := s.db.txStmt(ctx, tx, sqlInsertMessage).ExecContext(ctx,
-		seq, rid, d.AuthorKind, d.Author, d.Text, mentions, parts, d.TurnID, d.Kind, ts(ev.At)); err != nil {
+		seq, rid, d.AuthorKind, d.Author, d.Text, mentions, parts, d.TurnID, d.Kind, ts(ev.At), d.Thread, string(filesJSON), d.Item, d.Partial); err != nil {
+		return nil, err
+	}
+	if err := mentionsTx(ctx, tx, rid, int64(seq), d.Mentions); err != nil {
 		return nil, err
 	}
 	msg := chat.Message{ID: int64(seq), Room: d.Room, AuthorKind: d.AuthorKind, Author: d.Author, Text: d.Text,
-		Mentions: chat.NonNilMentions(d.Mentions), Parts: chat.NonNilParts(d.Parts), TurnID: d.TurnID, Kind: d.Kind, CreatedAt: ev.At}
+		Mentions: d.Mentions, Parts: d.Parts, TurnID: d.TurnID, Kind: d.Kind, CreatedAt: ev.At, Thread: d.Thread, Files: files, Partial: d.Partial}
+	msg.Normalize()
 	idx := nextIdx(ctx)
-	b, err := feedBody(idx, map[string]any{"id": seq, "type": "message", "room": d.Room, "at": ev.At, "data": msg})
+	b, err := feedBody(idx, map[string]any{"id": seq, "type": chat.FeedMessage, "room": d.Room, "at": ev.At, "data": msg})
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.db.txStmt(ctx, tx, sqlInsertFeed).ExecContext(ctx, seq, idx, rid, b); err != nil {
 		return nil, err
 	}
-	feed := []chat.FeedItem{{Seq: seq, Idx: idx, Kind: "message", RoomID: rid, Recipients: ids, Body: b}}
+	feed = append(feed, chat.FeedItem{Seq: seq, Idx: idx, Kind: chat.FeedMessage, RoomID: rid, Recipients: ids, Body: b})
+	if d.Thread != 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET reply_count = reply_count + 1, last_reply_id = ? WHERE id = ?`, seq, d.Thread); err != nil {
+			return nil, err
+		}
+		items, err := threadFeedTx(ctx, tx, seq, d.Thread, ev.At)
+		if err != nil {
+			return nil, err
+		}
+		feed = append(feed, items...)
+	}
 	if d.Route && d.AuthorKind == chat.AuthorUser {
-		items, err := steersForMessageTx(ctx, tx, seq, rid, d, ev.At)
+		items, err := steersForMessageTx(ctx, tx, seq, rid, d, files, ev.At)
 		if err != nil {
 			return nil, err
 		}

@@ -14,14 +14,14 @@ import (
 )
 
 const approvalCols = `p.id, u.name || '/' || a.name, u.name, p.turn_id, p.room, p.tool, p.summary, p.diff, p.payload, p.payload_hash, p.steered_by,
-	p.tainted, p.status, p.decided_by, p.reason, p.expires_at, p.created_at, p.sandbox, p.data
+	p.tainted, p.status, p.decided_by, p.reason, p.expires_at, p.created_at, p.sandbox, p.data, p.thread_id
 	FROM approvals p JOIN agents a ON a.id = p.agent_id JOIN users u ON u.id = a.owner_id`
 
 func scanApproval(sc scanner) (*chat.Approval, error) {
 	var p chat.Approval
 	var steered, exp, at, data string
 	if err := sc.Scan(&p.ID, &p.Agent, &p.Owner, &p.TurnID, &p.Room, &p.Tool, &p.Summary, &p.Diff, &p.Payload, &p.PayloadHash, &steered,
-		&p.Tainted, &p.Status, &p.DecidedBy, &p.Reason, &exp, &at, &p.Sandbox, &data); err != nil {
+		&p.Tainted, &p.Status, &p.DecidedBy, &p.Reason, &exp, &at, &p.Sandbox, &data, &p.Thread); err != nil {
 		return nil, err
 	}
 	json.Unmarshal([]byte(steered), &p.SteeredBy)
@@ -104,9 +104,16 @@ func applyApprovalRequested(ctx context.Context, tx *sql.Tx, seq uint64, ev chat
 	}
 	steered, _ := json.Marshal(chat.NonNilStrings(d.SteeredBy))
 	data, _ := json.Marshal(chat.NonNilStrings(d.Data))
-	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, agent_id, turn_id, room, tool, summary, diff, payload, payload_hash, steered_by, tainted, status, expires_at, created_at, sandbox, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`, d.ID, a.ID, d.TurnID, d.Room, d.Tool, d.Summary, d.Diff, d.Payload, d.PayloadHash,
-		string(steered), d.Tainted, ts(d.Expires), ts(ev.At), d.Sandbox, string(data)); err != nil {
+	// The card shows in the thread of its turn.
+	thread := d.Thread
+	if thread == 0 {
+		if thread, err = turnThreadTx(ctx, tx, a.ID, d.TurnID); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, agent_id, turn_id, room, tool, summary, diff, payload, payload_hash, steered_by, tainted, status, expires_at, created_at, sandbox, data, thread_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)`, d.ID, a.ID, d.TurnID, d.Room, d.Tool, d.Summary, d.Diff, d.Payload, d.PayloadHash,
+		string(steered), d.Tainted, ts(d.Expires), ts(ev.At), d.Sandbox, string(data), thread); err != nil {
 		if IsConstraint(err) {
 			return nil, wh.Errorf(wh.EConflict, "approval %s already recorded", d.ID)
 		}

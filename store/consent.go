@@ -24,7 +24,7 @@ func (s *Store) BridgeByID(ctx context.Context, id string) (*chat.Bridge, error)
 
 // BridgeByKey resolves a public key to a paired, unrevoked bridge.
 func (s *Store) BridgeByKey(ctx context.Context, key string) (*chat.Bridge, error) {
-	bs, err := s.queryBridges(ctx, `WHERE b.public_key = ? AND b.revoked = 0`, key)
+	bs, err := s.queryBridges(ctx, `WHERE b.public_key = ? AND b.revoked = 0 AND u.deactivated = 0`, key)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,9 @@ func (s *Store) Bridges(ctx context.Context, owner *chat.User) ([]chat.Bridge, e
 }
 
 func (s *Store) queryBridges(ctx context.Context, where string, args ...any) ([]chat.Bridge, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT b.id, u.name, b.name, b.public_key, b.created_at, b.revoked FROM bridges b JOIN users u ON u.id = b.owner_id `+where, args...)
+	// A deactivated owner's bridges count as revoked, also in the moment
+	// between the deactivation and the revocations that follow it.
+	rows, err := s.db.r.QueryContext(ctx, `SELECT b.id, u.name, b.name, b.public_key, b.created_at, b.revoked OR u.deactivated FROM bridges b JOIN users u ON u.id = b.owner_id `+where, args...)
 	if err != nil {
 		return nil, wh.Wrap(err, "read bridges")
 	}

@@ -44,8 +44,9 @@ const (
 	sqlRelease       = `RELEASE ev`
 	sqlRoomID        = `SELECT id FROM rooms WHERE name = ?`
 	sqlRoomMembers   = `SELECT m.user_id, u.name FROM members m JOIN users u ON u.id = m.user_id WHERE m.room_id = ?`
-	sqlInsertMessage = `INSERT INTO messages (id, room_id, author_kind, author, text, mentions, parts, turn_id, kind, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlInsertFeed    = `INSERT INTO feed (seq, idx, room_id, user_id, body) VALUES (?, ?, ?, 0, ?)`
+	sqlInsertMessage = `INSERT INTO messages (id, room_id, author_kind, author, text, mentions, parts, turn_id, kind, created_at, thread_id, files, item_id, partial)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertFeed = `INSERT INTO feed (seq, idx, room_id, user_id, body) VALUES (?, ?, ?, 0, ?)`
 )
 
 func (db *DB) prepareWrites(ctx context.Context) error {

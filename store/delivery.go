@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"time"
@@ -18,8 +20,21 @@ import (
 // it) or rejected with why. Deciding here, in the projection, makes the
 // decision part of the log's order and the same on every node; what only
 // a live node knows (is the bridge online, rate limits) the router adds.
-func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, d chat.MessagePosted, at time.Time) ([]chat.FeedItem, error) {
+//
+// A reply in a thread reaches only that thread's turns: it steers the
+// agent's turn running there (the stale-turn guard holds it to that turn),
+// and otherwise it must start a turn of its own in the thread (NewTurn;
+// the owner's startOnEnded decides when it follows a turn that ended).
+// Outside threads (and in a person's DM with an agent, one conversation) a
+// mention steers the turn the agent runs, as the sender saw it.
+func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, d chat.MessagePosted, files []chat.File, at time.Time) ([]chat.FeedItem, error) {
 	var feed []chat.FeedItem
+	thread := d.Thread
+	if _, _, _, dm := chat.AgentDMParts(d.Room); dm {
+		thread = 0
+	}
+	sum := sha256.Sum256([]byte(d.Text))
+	textHash := hex.EncodeToString(sum[:])
 	i := 0
 	for _, mn := range d.Mentions {
 		if mn.Kind != chat.MentionAgent {
@@ -47,8 +62,24 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 			case a.Bridge == "":
 				st.status, st.reason, st.detail = wire.StatusRejected, wire.ReasonAgentOffline, "@"+handle+" is not run by any bridge now; its owner's machine must announce it"
 			default:
+				st.thread = thread
 				st.expectedTurn = d.Turns[handle]
-				if st.expectedTurn == "" && (a.Status == wire.AgentWorking || a.Status == wire.AgentNeedsApproval) {
+				switch {
+				case st.expectedTurn != "":
+				case thread > 0:
+					turn, status, err := threadTurnTx(ctx, tx, a.ID, thread)
+					if err != nil {
+						return nil, err
+					}
+					switch {
+					case turn == "":
+						st.newTurn = true
+					case status == chat.TurnRunning:
+						st.expectedTurn = turn
+					default:
+						st.newTurn, st.follows = true, turn
+					}
+				case a.Status == wire.AgentWorking || a.Status == wire.AgentNeedsApproval:
 					st.expectedTurn = a.TurnID
 				}
 			}
@@ -61,15 +92,25 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 			return nil, err
 		}
 		if st.agentID != 0 {
-			tidx, hash, err := timelineEntryTx(ctx, tx, seq, st.agentID, "steer", st.expectedTurn, d.Author, map[string]any{"steerId": id, "room": d.Room,
-				"messageId": seq, "status": st.status, "reason": st.reason}, at)
+			// The timeline keeps what the agent was sent: the text's digest
+			// (as the bridge's journal has it); an edit never changes it.
+			detail := map[string]any{"steerId": id, "room": d.Room, "messageId": seq, "status": st.status, "reason": st.reason, "textHash": textHash}
+			if st.thread > 0 {
+				detail["thread"] = st.thread
+			}
+			if len(d.Files) > 0 {
+				detail["files"] = d.Files
+			}
+			tidx, hash, err := timelineEntryTx(ctx, tx, seq, st.agentID, "steer", st.expectedTurn, d.Author, detail, at)
 			if err != nil {
 				return nil, err
 			}
 			if st.status == chat.StatusPending {
+				// What PendingSteersOf would read back, and the agent as it is now.
 				notePending(ctx, Outbound{
-					Receipt:      chat.Receipt{SteerID: id, MessageID: int64(seq), Room: d.Room, Agent: handle, Sender: d.Author, Status: st.status, At: at},
-					ExpectedTurn: st.expectedTurn, Stop: st.stop, Text: d.Text, Parts: d.Parts, SentAt: at,
+					Receipt:      chat.Receipt{SteerID: id, MessageID: int64(seq), Room: d.Room, Agent: a.Owner + "/" + a.Name, Sender: d.Author, Status: st.status, At: at},
+					ExpectedTurn: st.expectedTurn, Stop: st.stop, Text: d.Text, Parts: chat.NonNilParts(d.Parts), SentAt: at,
+					Thread: st.thread, NewTurn: st.newTurn, Follows: st.follows, Files: files,
 					Target: &SteerTarget{AgentID: a.ID, Name: a.Name, Owner: a.Owner, Bridge: a.Bridge, HeadSeq: seq, HeadIdx: tidx, HeadHash: hash},
 				})
 			}
@@ -89,12 +130,27 @@ type steerRow struct {
 	sender, status, reason, detail string
 	expectedTurn                   string
 	stop                           bool
+	thread                         int64
+	newTurn                        bool
+	follows                        string
 }
 
 func (st steerRow) insertTx(ctx context.Context, tx *sql.Tx, at time.Time) error {
-	_, err := execTx(ctx, tx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, expected_turn, stop, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.id, st.messageID, st.roomID, st.agentID, st.sender, st.status, st.reason, st.detail, st.expectedTurn, st.stop, ts(at))
+	_, err := execTx(ctx, tx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, expected_turn, stop, updated_at, thread_id, new_turn, follows)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.id, st.messageID, st.roomID, st.agentID, st.sender, st.status, st.reason, st.detail, st.expectedTurn, st.stop, ts(at),
+		st.thread, st.newTurn, st.follows)
 	return err
+}
+
+// threadTurnTx returns the agent's newest turn in a thread and its status
+// ("" if it has none there).
+func threadTurnTx(ctx context.Context, tx *sql.Tx, agentID, thread int64) (turn, status string, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT turn_id, status FROM turns WHERE agent_id = ? AND thread_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1`,
+		agentID, thread).Scan(&turn, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", nil
+	}
+	return turn, status, err
 }
 
 func agentInRoomTx(ctx context.Context, tx *sql.Tx, agentID, roomID int64) (bool, error) {
@@ -103,9 +159,13 @@ func agentInRoomTx(ctx context.Context, tx *sql.Tx, agentID, roomID int64) (bool
 	return n > 0, err
 }
 
-// turnStartedTx records a turn as running.
-func turnStartedTx(ctx context.Context, tx *sql.Tx, agentID int64, turn, room string, at time.Time) error {
+// turnStartedTx records a turn as running, in the thread it lives in.
+func turnStartedTx(ctx context.Context, tx *sql.Tx, agentID int64, turn, room string, thread int64, at time.Time) error {
 	_, err := execTx(ctx, tx, `INSERT INTO turns (agent_id, turn_id, room, started_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, agentID, turn, room, ts(at))
+	if err != nil {
+		return err
+	}
+	_, err = setTurnThreadTx(ctx, tx, agentID, turn, thread)
 	return err
 }
 
@@ -122,12 +182,19 @@ func turnEndedTx(ctx context.Context, tx *sql.Tx, seq uint64, agentID int64, tur
 	if n, _ := res.RowsAffected(); n == 0 {
 		return false, nil, nil // it had ended already
 	}
+	var feed []chat.FeedItem
+	if thread, err := turnThreadTx(ctx, tx, agentID, turn); err != nil {
+		return false, nil, err
+	} else if thread > 0 {
+		if feed, err = threadFeedTx(ctx, tx, seq, thread, at); err != nil {
+			return false, nil, err
+		}
+	}
 	final, words := receiptOutcome(status, by, detail)
 	ids, err := queryStrings(ctx, tx, `SELECT id FROM steers WHERE agent_id = ? AND turn_id = ? AND status IN ('started', 'steered', 'delivered')`, agentID, turn)
 	if err != nil {
 		return false, nil, err
 	}
-	var feed []chat.FeedItem
 	for _, id := range ids {
 		if _, err := execTx(ctx, tx, `UPDATE steers SET via = status, status = ?, detail = ?, updated_at = ? WHERE id = ?`, final, words, ts(at), id); err != nil {
 			return false, nil, err
@@ -318,7 +385,9 @@ func queryStrings(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]str
 	return out, rows.Err()
 }
 
-// Outbound is a steer the router is to deliver, with what the bridge needs.
+// Outbound is a steer the router is to deliver, with what the bridge needs:
+// the message as it was posted (an edit never changes what an agent is
+// sent), its thread and files.
 type Outbound struct {
 	chat.Receipt
 	ExpectedTurn string
@@ -326,6 +395,10 @@ type Outbound struct {
 	Text         string
 	Parts        []chat.Part
 	SentAt       time.Time
+	Thread       int64
+	NewTurn      bool
+	Follows      string
+	Files        []chat.File
 	// Target is the agent as the projection saw it when it recorded the
 	// steer, and the head of its timeline then; nil when the steer was
 	// read back from the database (the router looks the agent up).
@@ -349,7 +422,11 @@ func (s *Store) PendingSteersOf(ctx context.Context, messageID int64) ([]Outboun
 		return out, nil
 	}
 	rows, err := s.db.stmt(ctx, `SELECT s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason,
-		s.detail, s.turn_id, s.expires_at, s.updated_at, s.expected_turn, s.stop, m.text, m.parts, m.created_at
+		s.detail, s.turn_id, s.expires_at, s.updated_at, s.expected_turn, s.stop,
+		COALESCE((SELECT e.old_text FROM message_edits e WHERE e.message_id = m.id ORDER BY e.seq LIMIT 1), m.text),
+		COALESCE((SELECT e.old_parts FROM message_edits e WHERE e.message_id = m.id ORDER BY e.seq LIMIT 1), m.parts), m.created_at,
+		s.thread_id, s.new_turn, s.follows,
+		m.files
 		FROM steers s JOIN rooms r ON r.id = s.room_id JOIN messages m ON m.id = s.message_id
 		LEFT JOIN agents a ON a.id = s.agent_id LEFT JOIN users u ON u.id = a.owner_id
 		WHERE s.message_id = ? AND s.status = 'pending' ORDER BY s.id`).QueryContext(ctx, messageID)
@@ -361,12 +438,13 @@ func (s *Store) PendingSteersOf(ctx context.Context, messageID int64) ([]Outboun
 	for rows.Next() {
 		var o Outbound
 		var exp sql.NullString
-		var at, parts, sent string
+		var at, parts, sent, files string
 		if err := rows.Scan(&o.SteerID, &o.MessageID, &o.Room, &o.Agent, &o.Sender, &o.Status, &o.Via, &o.Reason, &o.Detail, &o.TurnID, &exp, &at,
-			&o.ExpectedTurn, &o.Stop, &o.Text, &parts, &sent); err != nil {
+			&o.ExpectedTurn, &o.Stop, &o.Text, &parts, &sent, &o.Thread, &o.NewTurn, &o.Follows, &files); err != nil {
 			return nil, wh.Wrap(err, "read steers")
 		}
 		json.Unmarshal([]byte(parts), &o.Parts)
+		json.Unmarshal([]byte(files), &o.Files)
 		o.SentAt, _ = time.Parse(time.RFC3339Nano, sent)
 		out = append(out, o)
 	}

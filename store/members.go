@@ -31,6 +31,13 @@ var neutralEvents = map[string]bool{
 	chat.EvApprovalRequested: true,
 	chat.EvApprovalDecided:   true,
 	chat.EvCredentialCreated: true,
+	chat.EvMessageEdited:     true,
+	chat.EvMessageDeleted:    true,
+	chat.EvReactionAdded:     true,
+	chat.EvReactionRemoved:   true,
+	chat.EvReadMarked:        true,
+	chat.EvNotifySet:         true,
+	chat.EvFileUploaded:      true,
 }
 
 type memberCache struct {
@@ -45,7 +52,7 @@ type memberCache struct {
 
 type roomMembers struct {
 	ids   []int64 // len == cap: a caller's append copies
-	names map[string]bool
+	names map[string]int64
 }
 
 // begin starts a transaction's use of the cache.
@@ -106,7 +113,7 @@ func membersTx(ctx context.Context, tx *sql.Tx, roomID int64) (*roomMembers, err
 		return nil, err
 	}
 	defer rows.Close()
-	m := &roomMembers{names: map[string]bool{}}
+	m := &roomMembers{names: map[string]int64{}}
 	for rows.Next() {
 		var id int64
 		var name string
@@ -114,7 +121,7 @@ func membersTx(ctx context.Context, tx *sql.Tx, roomID int64) (*roomMembers, err
 			return nil, err
 		}
 		m.ids = append(m.ids, id)
-		m.names[name] = true
+		m.names[name] = id
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

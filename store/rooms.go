@@ -37,12 +37,52 @@ func (s *Store) Role(ctx context.Context, roomID, userID int64) (string, error) 
 	return role, nil
 }
 
-// RoomsOf lists the rooms and DMs a user is a member of.
+// RoomsOf lists the rooms and DMs a user is a member of, with their read
+// state and notification level.
 func (s *Store) RoomsOf(ctx context.Context, actor *chat.User) ([]chat.Room, error) {
-	return s.listRooms(ctx, actor, `SELECT r.id, r.name, r.kind, r.private, r.topic, m.role,
+	rooms, err := s.listRooms(ctx, actor, `SELECT r.id, r.name, r.kind, r.private, r.topic, m.role,
 		(SELECT COUNT(*) FROM members x WHERE x.room_id = r.id),
 		COALESCE((SELECT MAX(id) FROM messages WHERE room_id = r.id), 0)
 		FROM rooms r JOIN members m ON m.room_id = r.id AND m.user_id = ? ORDER BY r.kind DESC, r.name`, actor.ID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rooms {
+		if err := s.addReadState(ctx, actor, &rooms[i]); err != nil {
+			return nil, err
+		}
+	}
+	return rooms, nil
+}
+
+// addReadState fills in a member's read marker, unread and mention counts
+// and notification level.
+func (s *Store) addReadState(ctx context.Context, actor *chat.User, r *chat.Room) error {
+	var level sql.NullString
+	err := s.db.r.QueryRowContext(ctx, `SELECT COALESCE(rm.last_read, m.joined_seq), n.level FROM members m
+		LEFT JOIN read_markers rm ON rm.user_id = m.user_id AND rm.room_id = m.room_id
+		LEFT JOIN notify_settings n ON n.user_id = m.user_id AND n.room_id = m.room_id
+		WHERE m.room_id = ? AND m.user_id = ?`, r.ID, actor.ID).Scan(&r.LastRead, &level)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // not a member
+	}
+	if err != nil {
+		return wh.Wrap(err, "read the read marker")
+	}
+	r.Notify = chat.DefaultNotify(r.Kind)
+	if level.Valid {
+		r.Notify = level.String
+	}
+	r.Unread, r.Mentions, err = unreadCounts(ctx, s.db.r, r.ID, actor.ID, actor.Name, r.Kind, r.LastRead)
+	if err != nil {
+		return wh.Wrap(err, "count unread messages")
+	}
+	return nil
+}
+
+// ReadState is one member's read state of a room.
+func (s *Store) ReadState(ctx context.Context, actor *chat.User, r *chat.Room) error {
+	return s.addReadState(ctx, actor, r)
 }
 
 // PublicRooms lists public rooms, with actor's role in each.
@@ -91,7 +131,7 @@ func (s *Store) listRooms(ctx context.Context, actor *chat.User, q string, args 
 
 // RoomMembers lists a room's members.
 func (s *Store) RoomMembers(ctx context.Context, roomID int64) ([]chat.Member, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT u.name, m.role FROM members m JOIN users u ON u.id = m.user_id WHERE m.room_id = ? ORDER BY u.name`, roomID)
+	rows, err := s.db.r.QueryContext(ctx, `SELECT u.name, m.role, u.deactivated FROM members m JOIN users u ON u.id = m.user_id WHERE m.room_id = ? ORDER BY u.name`, roomID)
 	if err != nil {
 		return nil, wh.Wrap(err, "list members")
 	}
@@ -99,7 +139,7 @@ func (s *Store) RoomMembers(ctx context.Context, roomID int64) ([]chat.Member, e
 	out := []chat.Member{}
 	for rows.Next() {
 		var m chat.Member
-		if err := rows.Scan(&m.User, &m.Role); err != nil {
+		if err := rows.Scan(&m.User, &m.Role, &m.Deactivated); err != nil {
 			return nil, wh.Wrap(err, "list members")
 		}
 		out = append(out, m)

@@ -92,7 +92,50 @@ func applySteerReceipt(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Even
 			return nil, err
 		}
 	}
-	return receiptFeedTx(ctx, tx, seq, d.ID, ev.At)
+	feed, err := receiptFeedTx(ctx, tx, seq, d.ID, ev.At)
+	if err != nil {
+		return nil, err
+	}
+	if agentID != 0 && turn != "" && (d.Status == wire.StatusStarted || d.Status == wire.StatusDelivered) {
+		// The steer started the turn: it lives in the steer's thread (if
+		// the bridge has not said so already).
+		items, err := turnThreadFromSteerTx(ctx, tx, seq, d.ID, agentID, turn, ev.At)
+		if err != nil {
+			return nil, err
+		}
+		feed = append(feed, items...)
+	}
+	return feed, nil
+}
+
+// turnThreadFromSteerTx records that the turn a steer started lives in the
+// thread of the steer's message (its root, or the message itself), unless
+// the message is in a person's DM with the agent (one conversation).
+func turnThreadFromSteerTx(ctx context.Context, tx *sql.Tx, seq uint64, steerID string, agentID int64, turn string, at time.Time) ([]chat.FeedItem, error) {
+	var msgID, thread int64
+	var room string
+	err := tx.QueryRowContext(ctx, `SELECT m.id, m.thread_id, r.name FROM steers s JOIN messages m ON m.id = s.message_id JOIN rooms r ON r.id = s.room_id
+		WHERE s.id = ?`, steerID).Scan(&msgID, &thread, &room)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, _, _, dm := chat.AgentDMParts(room); dm {
+		return nil, nil
+	}
+	if thread == 0 {
+		thread = msgID
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO turns (agent_id, turn_id, room, started_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, agentID, turn, room, ts(at)); err != nil {
+		return nil, err
+	}
+	set, err := setTurnThreadTx(ctx, tx, agentID, turn, thread)
+	if err != nil || !set {
+		return nil, err
+	}
+	return threadFeedTx(ctx, tx, seq, thread, at)
 }
 
 const receiptCols = `s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason, s.detail, s.turn_id, s.expires_at, s.updated_at
@@ -239,8 +282,15 @@ func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]ch
 	var feed []chat.FeedItem
 	switch d.Kind {
 	case wire.TurnStarted:
-		if err := turnStartedTx(ctx, tx, a.ID, d.TurnID, d.Room, ev.At); err != nil {
+		if err := turnStartedTx(ctx, tx, a.ID, d.TurnID, d.Room, d.Thread, ev.At); err != nil {
 			return nil, err
+		}
+		if thread, err := turnThreadTx(ctx, tx, a.ID, d.TurnID); err != nil {
+			return nil, err
+		} else if thread > 0 {
+			if feed, err = threadFeedTx(ctx, tx, seq, thread, ev.At); err != nil {
+				return nil, err
+			}
 		}
 	case wire.TurnEnded:
 		ended, items, err := turnEndedTx(ctx, tx, seq, a.ID, d.TurnID, d.Status, d.By, d.Reason, ev.At)
@@ -254,6 +304,17 @@ func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]ch
 			detail["by"] = d.By
 		}
 		feed = items
+	}
+	// A turn whose thread the hub learns only now (its start was recorded
+	// without one) shows in it from here on.
+	if set, err := setTurnThreadTx(ctx, tx, a.ID, d.TurnID, d.Thread); err != nil {
+		return nil, err
+	} else if set {
+		items, err := threadFeedTx(ctx, tx, seq, d.Thread, ev.At)
+		if err != nil {
+			return nil, err
+		}
+		feed = append(feed, items...)
 	}
 	return feed, timelineTx(ctx, tx, seq, a.ID, "turn."+d.Kind, d.TurnID, d.By, detail, ev.At)
 }

@@ -44,6 +44,8 @@ func Open(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, err
 	s := &Store{db: db, logger: logger, appliers: map[string]applier{}}
 	s.registerCoreAppliers()
 	s.registerAgentAppliers()
+	s.registerChatAppliers()
+	s.registerPeopleAppliers()
 	return s, nil
 }
 

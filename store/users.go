@@ -20,7 +20,7 @@ func (s *Store) HasUsers(ctx context.Context) (bool, error) {
 // UserByName looks a user up.
 func (s *Store) UserByName(ctx context.Context, name string) (*chat.User, error) {
 	var u chat.User
-	err := s.db.r.QueryRowContext(ctx, `SELECT id, name, display, is_admin FROM users WHERE name = ?`, name).Scan(&u.ID, &u.Name, &u.Display, &u.Admin)
+	err := s.db.r.QueryRowContext(ctx, `SELECT id, name, display, is_admin, deactivated FROM users WHERE name = ?`, name).Scan(&u.ID, &u.Name, &u.Display, &u.Admin, &u.Deactivated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, wh.Errorf(wh.ENotFound, "no user named @%s", name)
 	}
@@ -32,7 +32,7 @@ func (s *Store) UserByName(ctx context.Context, name string) (*chat.User, error)
 
 // Users lists all accounts (for mention autocomplete and admin screens).
 func (s *Store) Users(ctx context.Context) ([]chat.User, error) {
-	rows, err := s.db.r.QueryContext(ctx, `SELECT id, name, display, is_admin FROM users ORDER BY name`)
+	rows, err := s.db.r.QueryContext(ctx, `SELECT id, name, display, is_admin, deactivated FROM users ORDER BY name`)
 	if err != nil {
 		return nil, wh.Wrap(err, "list users")
 	}
@@ -40,7 +40,7 @@ func (s *Store) Users(ctx context.Context) ([]chat.User, error) {
 	out := []chat.User{}
 	for rows.Next() {
 		var u chat.User
-		if err := rows.Scan(&u.ID, &u.Name, &u.Display, &u.Admin); err != nil {
+		if err := rows.Scan(&u.ID, &u.Name, &u.Display, &u.Admin, &u.Deactivated); err != nil {
 			return nil, wh.Wrap(err, "list users")
 		}
 		out = append(out, u)
@@ -73,7 +73,7 @@ func (s *Store) Tokens(ctx context.Context, actor *chat.User) ([]chat.Token, err
 func (s *Store) PasswordHash(ctx context.Context, name string) (*chat.User, string, error) {
 	var hash string
 	var u chat.User
-	err := s.db.r.QueryRowContext(ctx, `SELECT id, name, display, is_admin, password_hash FROM users WHERE name = ?`, name).Scan(&u.ID, &u.Name, &u.Display, &u.Admin, &hash)
+	err := s.db.r.QueryRowContext(ctx, `SELECT id, name, display, is_admin, deactivated, password_hash FROM users WHERE name = ?`, name).Scan(&u.ID, &u.Name, &u.Display, &u.Admin, &u.Deactivated, &hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, "", wh.Errorf(wh.ENotFound, "no user named @%s", name)
 	}
@@ -86,6 +86,7 @@ func (s *Store) PasswordHash(ctx context.Context, name string) (*chat.User, stri
 // Credential is a stored session or token, resolved to its user.
 type Credential struct {
 	User    chat.User
+	Kind    string    // chat.CredSession or chat.CredToken
 	Expires time.Time // zero: never
 	Revoked bool
 }
@@ -94,9 +95,9 @@ type Credential struct {
 func (s *Store) CredentialByHash(ctx context.Context, hash string) (*Credential, error) {
 	var c Credential
 	var exp sql.NullString
-	err := s.db.stmt(ctx, `SELECT u.id, u.name, u.display, u.is_admin, c.expires_at, c.revoked
+	err := s.db.stmt(ctx, `SELECT u.id, u.name, u.display, u.is_admin, u.deactivated, c.expires_at, c.revoked
 		FROM credentials c JOIN users u ON u.id = c.user_id WHERE c.token_hash = ?`).QueryRowContext(ctx, hash).
-		Scan(&c.User.ID, &c.User.Name, &c.User.Display, &c.User.Admin, &exp, &c.Revoked)
+		Scan(&c.User.ID, &c.User.Name, &c.User.Display, &c.User.Admin, &c.User.Deactivated, &exp, &c.Revoked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, wh.Errorf(wh.ENotFound, "no such credential")
 	}

@@ -15,6 +15,7 @@ import (
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/internal/netcork"
+	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
 // WebSocket limits.
@@ -80,6 +81,7 @@ func (b *broker) publish(items []chat.FeedItem) {
 // An idle socket costs one goroutine.
 type wsConn struct {
 	userID int64
+	cred   string // hash of the credential the socket was opened with
 	ws     *websocket.Conn
 	cork   *netcork.Conn // nil when the server was not set up to batch writes
 	q      *outQueue
@@ -110,6 +112,49 @@ func (c *wsConn) goingAway() {
 	c.ws.Close(websocket.StatusGoingAway, "hub shutting down")
 }
 
+// StatusSessionEnded closes a socket whose session or token ended: the
+// client must log in again rather than reconnect.
+const StatusSessionEnded websocket.StatusCode = 4001
+
+// endedReason is the close reason for each way a credential ends.
+func endedReason(reason string) string {
+	switch reason {
+	case chat.EndLogout:
+		return "session ended: you logged out"
+	case chat.EndDeactivated:
+		return "session ended: your account was deactivated"
+	case chat.EndPassword:
+		return "session ended: your password was changed"
+	}
+	return "session ended: the session or token was revoked"
+}
+
+// end closes the socket because its credential ended.
+func (c *wsConn) end(reason string) {
+	c.ws.Close(StatusSessionEnded, endedReason(reason))
+}
+
+// endSockets closes this node's sockets opened with a credential that a
+// change ended (the close handshake runs off the projector's goroutine).
+func (s *Server) endSockets(a *chat.AccessChange) {
+	ended := make(map[string]bool, len(a.Ended))
+	for _, h := range a.Ended {
+		ended[h] = true
+	}
+	s.mu.Lock()
+	var hit []*wsConn
+	for c := range s.conns {
+		if ended[c.cred] {
+			hit = append(hit, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range hit {
+		s.metrics.wsEnded.Inc()
+		go c.end(a.Reason)
+	}
+}
+
 func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	since, err := queryInt(r, "since")
 	if err != nil {
@@ -132,8 +177,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) er
 	}
 	ws.SetReadLimit(wsReadLimit)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	c := &wsConn{userID: u.ID, ws: ws, cork: netcork.From(r.Context()), q: newOutQueue(s.cfg.QueueBytes, s.cfg.QueueSize), ctx: ctx, cancel: cancel,
-		last: uint64(since), lastIdx: int(min(sinceIdx, 1<<30))}
+	secret, _ := secretFrom(r)
+	c := &wsConn{userID: u.ID, cred: room.HashSecret(secret), ws: ws, cork: netcork.From(r.Context()), q: newOutQueue(s.cfg.QueueBytes, s.cfg.QueueSize),
+		ctx: ctx, cancel: cancel, last: uint64(since), lastIdx: int(min(sinceIdx, 1<<30))}
 
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
@@ -146,6 +192,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) er
 			s.endSocket(c, u.Name, err)
 		}
 	}()
+	// Registered first, checked again second: a credential that ended
+	// between the upgrade and the registration is caught here, one that
+	// ends later by endSockets.
+	if _, err := s.rooms.Authenticate(ctx, secret); wh.ErrorCode(err) == wh.EUnauthenticated {
+		ws.Close(StatusSessionEnded, endedReason(chat.EndRevoked))
+		return nil
+	}
 
 	// The backlog and the ready frame from here, while live items queue;
 	// then a writer takes the queue, and a reader of its own (this

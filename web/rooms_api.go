@@ -7,6 +7,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/room"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
@@ -42,8 +43,10 @@ func (s *Server) postRoom(w http.ResponseWriter, r *http.Request, u *chat.User) 
 	return nil
 }
 
+// getRoom answers members with the room and their read state, and anyone
+// with a public room they are not in (role "": the UI offers to join).
 func (s *Server) getRoom(w http.ResponseWriter, r *http.Request, u *chat.User) error {
-	rm, err := s.rooms.RoomFor(r.Context(), u, r.PathValue("room"))
+	rm, err := s.rooms.RoomInfo(r.Context(), u, r.PathValue("room"))
 	if err != nil {
 		return err
 	}
@@ -136,13 +139,17 @@ func queryInt(r *http.Request, key string) (int64, error) {
 }
 
 func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, u *chat.User) error {
-	after, err := queryInt(r, "after")
-	if err != nil {
-		return err
-	}
-	before, err := queryInt(r, "before")
-	if err != nil {
-		return err
+	q := r.URL.Query()
+	var page store.Page
+	for _, p := range []struct {
+		key string
+		v   *int64
+	}{{"after", &page.After}, {"before", &page.Before}, {"around", &page.Around}, {"thread", &page.Thread}} {
+		n, err := queryInt(r, p.key)
+		if err != nil {
+			return err
+		}
+		*p.v = n
 	}
 	limit, err := queryInt(r, "limit")
 	if err != nil {
@@ -151,20 +158,43 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, u *chat.Use
 	if limit > chat.MaxPage {
 		return wh.Errorf(wh.EInvalid, "limit must be at most %d", chat.MaxPage)
 	}
-	page := store.Page{After: after, HasAfter: r.URL.Query().Has("after"), Before: before, Limit: int(limit)}
-	ms, err := s.rooms.History(r.Context(), u, r.PathValue("room"), page)
-	if err != nil {
+	page.Limit, page.HasAfter = int(limit), q.Has("after")
+	switch q.Get("include") {
+	case "":
+	case "replies":
+		page.Replies = true
+	default:
+		return wh.Errorf(wh.EInvalid, `include is "replies" (thread replies inline) or absent (the channel)`)
+	}
+	if page.Around > 0 && (page.HasAfter || page.Before > 0) {
+		return wh.Errorf(wh.EInvalid, "around takes no after or before")
+	}
+	out := map[string]any{}
+	var ms []chat.Message
+	if page.Thread > 0 {
+		root, replies, err := s.rooms.Thread(r.Context(), u, r.PathValue("room"), page)
+		if err != nil {
+			return err
+		}
+		out["root"] = root
+		ms = replies
+	} else if q.Has("thread") {
+		return wh.Errorf(wh.EInvalid, "thread must be a message id")
+	} else if ms, err = s.rooms.History(r.Context(), u, r.PathValue("room"), page); err != nil {
 		return err
 	}
-	ids := make([]int64, len(ms))
-	for i, m := range ms {
-		ids[i] = m.ID
+	ids := make([]int64, 0, len(ms)+1)
+	if root, ok := out["root"].(*chat.Message); ok {
+		ids = append(ids, root.ID)
+	}
+	for _, m := range ms {
+		ids = append(ids, m.ID)
 	}
 	rs, err := s.rooms.ReceiptsFor(r.Context(), ids)
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"messages": ms, "receipts": rs}
+	out["messages"], out["receipts"] = ms, rs
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -175,11 +205,15 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *chat.Use
 		// Turns names, per agent handle, the turn the sender saw running: a
 		// steer meant for it never lands in another turn.
 		Turns map[string]string `json:"turns"`
+		// Thread: reply under this message.
+		Thread int64 `json:"thread"`
+		// Files: ids of files the sender uploaded to the room.
+		Files []string `json:"files"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	m, err := s.rooms.Post(r.Context(), u, r.PathValue("room"), in.Text, in.Turns)
+	m, err := s.rooms.PostWith(r.Context(), u, r.PathValue("room"), room.PostInput{Text: in.Text, Turns: in.Turns, Thread: in.Thread, Files: in.Files})
 	if err != nil {
 		return err
 	}

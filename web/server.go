@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
+	"net/netip"
+	"regexp"
 	"sync"
 	"time"
 
@@ -19,9 +19,6 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 )
-
-// SessionCookie is the browser session cookie's name.
-const SessionCookie = "wh_session"
 
 // Config configures the web server.
 type Config struct {
@@ -43,9 +40,16 @@ type Config struct {
 	// queue, in bytes (default 1 MiB) and in items (default 8192).
 	QueueBytes int
 	QueueSize  int
-	// SecureCookies marks cookies Secure (behind TLS).
+	// SecureCookies marks the session cookie Secure (and __Host-) on every
+	// request: the hub's public URL is https. Without it, a request over
+	// TLS, or one a trusted proxy says came over TLS, gets one anyway.
 	SecureCookies bool
-	Registry      *prometheus.Registry
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto count; from anyone else those headers are ignored.
+	TrustedProxies []netip.Prefix
+	// Registry collects the metrics MetricsHandler serves (on its own
+	// listener: the API's listener does not serve them).
+	Registry *prometheus.Registry
 }
 
 // Server is the HTTP surface of a hub node.
@@ -57,7 +61,6 @@ type Server struct {
 	broker  *broker
 	handler http.Handler
 	metrics *metrics
-	logins  *throttle
 
 	mu    sync.Mutex
 	conns map[*wsConn]struct{}
@@ -78,8 +81,7 @@ func New(cfg Config) *Server {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	s := &Server{cfg: cfg, rooms: cfg.Rooms, agents: cfg.Agents, log: cfg.Logger, conns: map[*wsConn]struct{}{}}
-	s.metrics = newMetrics(cfg.Registry)
-	s.logins = newThrottle(time.Now)
+	s.metrics = newMetrics(cfg.Registry, cfg.Rooms)
 	s.broker = newBroker(s.metrics)
 	s.handler = s.routes()
 	return s
@@ -88,8 +90,22 @@ func New(cfg Config) *Server {
 // Handler is the root handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Publish hands projected feed items to live clients.
-func (s *Server) Publish(items []chat.FeedItem) { s.broker.publish(items) }
+// Publish hands projected feed items to live clients, and closes the
+// sockets whose credentials an item ended.
+func (s *Server) Publish(items []chat.FeedItem) {
+	for i := range items {
+		if a := items[i].Access; a != nil && len(a.Ended) > 0 {
+			s.endSockets(a)
+		}
+	}
+	s.broker.publish(items)
+}
+
+// MetricsHandler serves the Prometheus metrics (the hub puts it on its
+// own listen address, never on the API's).
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})
+}
 
 // Close closes every WebSocket with 1001 (going away).
 func (s *Server) Close() {
@@ -121,11 +137,13 @@ const IdempotencyHeader = "Idempotency-Key"
 // secretRoutes answer with a secret shown once: a retry cannot return the
 // first answer, so they refuse an idempotency key rather than pretend.
 var secretRoutes = map[string]bool{
-	"POST /api/v1/tokens":                 true,
-	"POST /api/v1/bridges/pairing-tokens": true,
-	"POST /api/v1/sessions":               true,
-	"POST /api/v1/setup":                  true,
-	"POST /api/v1/bridges/pair":           true,
+	"POST /api/v1/tokens":                      true,
+	"POST /api/v1/bridges/pairing-tokens":      true,
+	"POST /api/v1/sessions":                    true,
+	"POST /api/v1/setup":                       true,
+	"POST /api/v1/bridges/pair":                true,
+	"POST /api/v1/users/{name}/password-reset": true,
+	"POST /api/v1/password-reset":              true,
 }
 
 // writeTimeout bounds a change a client asked for once it is under way.
@@ -133,9 +151,15 @@ const writeTimeout = 30 * time.Second
 
 func (s *Server) authed(h authedFunc) http.Handler {
 	return s.wrap(func(w http.ResponseWriter, r *http.Request) error {
-		u, err := s.user(r)
+		secret, legacy := secretFrom(r)
+		u, err := s.rooms.Authenticate(r.Context(), secret)
 		if err != nil {
 			return err
+		}
+		if legacy && s.secure(r) {
+			// A cookie from before the hub knew it was behind TLS:
+			// carry the session over to the __Host- cookie.
+			s.setSession(w, r, secret, chat.SessionTTL)
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			// A change, once asked for, is carried out whether or not the
@@ -172,21 +196,16 @@ func noRetryKey(h handlerFunc) handlerFunc {
 	}
 }
 
-func secretFrom(r *http.Request) string {
-	if a := r.Header.Get("Authorization"); a != "" {
-		if tok, ok := strings.CutPrefix(a, "Bearer "); ok {
-			return strings.TrimSpace(tok)
-		}
-		return ""
-	}
-	if c, err := r.Cookie(SessionCookie); err == nil {
-		return c.Value
-	}
-	return ""
+// user authenticates r (for handlers that cannot go through authed).
+func (s *Server) user(r *http.Request) (*chat.User, error) {
+	secret, _ := secretFrom(r)
+	return s.rooms.Authenticate(r.Context(), secret)
 }
 
-func (s *Server) user(r *http.Request) (*chat.User, error) {
-	return s.rooms.Authenticate(r.Context(), secretFrom(r))
+// credential is the hash of the credential r was authenticated with.
+func credential(r *http.Request) string {
+	secret, _ := secretFrom(r)
+	return room.HashSecret(secret)
 }
 
 func (s *Server) routes() http.Handler {
@@ -197,6 +216,7 @@ func (s *Server) routes() http.Handler {
 	api("POST /api/v1/setup", s.wrap(noRetryKey(s.postSetup)))
 	api("POST /api/v1/sessions", s.wrap(noRetryKey(s.postSession)))
 	api("DELETE /api/v1/sessions", s.wrap(s.deleteSession))
+	s.peopleRoutes(mux)
 	api("GET /api/v1/me", s.authed(s.getMe))
 	api("GET /api/v1/users", s.authed(s.getUsers))
 	api("POST /api/v1/users", s.authed(s.postUser))
@@ -215,6 +235,7 @@ func (s *Server) routes() http.Handler {
 	api("POST /api/v1/dms", s.authed(s.postDM))
 	api("GET /api/v1/events", s.authed(s.events))
 	s.agentRoutes(mux)
+	s.chatRoutes(mux)
 
 	mux.Handle("/api/", s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		return wh.Errorf(wh.ENotFound, "no API endpoint %s %s; see docs/api.md", r.Method, r.URL.Path)
@@ -226,11 +247,7 @@ func (s *Server) routes() http.Handler {
 		if s.cfg.Ready != nil {
 			if err := s.cfg.Ready(); err != nil {
 				// A short reason code for the world; the detail is logged.
-				reason := "not-ready"
-				var f *eventlog.Failure
-				if errors.As(err, &f) {
-					reason = f.Reason
-				}
+				reason := readyReason(err)
 				s.log.Warn("not ready", "reason", reason, "err", err)
 				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason})
 				return
@@ -238,7 +255,9 @@ func (s *Server) routes() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", s.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		return wh.Errorf(wh.ENotFound, "metrics are not served here: start the hub with --metrics ADDR and scrape that address")
+	}))
 	mux.Handle("/", staticHandler())
 
 	cop := http.NewCrossOriginProtection()
@@ -248,6 +267,18 @@ func (s *Server) routes() http.Handler {
 	return s.metrics.instrument(securityHeaders(cop.Handler(mux)))
 }
 
+// readyReason is the reason code /readyz shows: a failure's own code when
+// it is one (lowercase words and dashes), never an error's text.
+func readyReason(err error) string {
+	var f *eventlog.Failure
+	if errors.As(err, &f) && reasonCode.MatchString(f.Reason) {
+		return f.Reason
+	}
+	return "not-ready"
+}
+
+var reasonCode = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
+
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
@@ -256,13 +287,6 @@ func securityHeaders(h http.Handler) http.Handler {
 		hd.Set("X-Frame-Options", "DENY")
 		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
 		h.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) setCookie(w http.ResponseWriter, secret string, maxAge time.Duration) {
-	http.SetCookie(w, &http.Cookie{
-		Name: SessionCookie, Value: secret, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: s.cfg.SecureCookies, MaxAge: int(maxAge.Seconds()),
 	})
 }
 
@@ -305,11 +329,11 @@ func (s *Server) postSetup(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.SetupDone != nil {
 		s.cfg.SetupDone()
 	}
-	secret, _, err := s.rooms.Login(r.Context(), in.Name, in.Password)
+	secret, _, err := s.rooms.Login(r.Context(), in.Name, in.Password, s.client(r))
 	if err != nil {
 		return err
 	}
-	s.setCookie(w, secret, chat.SessionTTL)
+	s.setSession(w, r, secret, chat.SessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }
@@ -322,29 +346,25 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	if d := s.logins.locked(in.Name); d > 0 {
-		return &wh.Error{Code: wh.ERateLimited, Message: fmt.Sprintf("too many wrong passwords for this name; try again in %d seconds", int(d.Seconds())+1)}
-	}
-	secret, u, err := s.rooms.Login(r.Context(), in.Name, in.Password)
-	if wh.ErrorCode(err) == wh.EUnauthenticated {
-		s.logins.fail(in.Name)
-	}
+	secret, u, err := s.rooms.Login(r.Context(), in.Name, in.Password, s.client(r))
 	if err != nil {
 		return err
 	}
-	s.logins.succeed(in.Name)
-	s.setCookie(w, secret, chat.SessionTTL)
+	s.setSession(w, r, secret, chat.SessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
-	if secret := secretFrom(r); secret != "" {
-		if err := s.rooms.Revoke(r.Context(), secret); err != nil {
+	if secret, _ := secretFrom(r); secret != "" {
+		// Carried out even if the client hangs up.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), writeTimeout)
+		defer cancel()
+		if err := s.rooms.Revoke(ctx, secret, chat.EndLogout); err != nil {
 			return err
 		}
 	}
-	s.setCookie(w, "", -time.Second)
+	s.clearSession(w, r)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -39,7 +39,12 @@ var (
 	roomRE     = regexp.MustCompile(`^([a-z0-9][a-z0-9_-]{0,63}|dm:[a-z0-9_.:+-]{1,200})$`)
 	toolRE     = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
 	harnessRE  = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+	fileIDRE   = regexp.MustCompile(`^f[0-9a-f]{16}$`)
+	typeRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}(; ?charset=[a-z0-9_.:-]{1,40})?$`)
 )
+
+// ValidFileID reports whether s has the form of a file id.
+func ValidFileID(s string) bool { return fileIDRE.MatchString(s) }
 
 // ValidName reports whether s is a valid user or agent name.
 func ValidName(s string) bool { return nameRE.MatchString(s) }
@@ -261,6 +266,9 @@ func (t *TurnEvent) Validate(now time.Time) error {
 	if err := checkOpt("item id", t.ItemID, turnIDRE); err != nil {
 		return err
 	}
+	if t.Thread < 0 {
+		return invalid("thread must be a message id")
+	}
 	if t.Partial && (t.Kind != TurnMessage || t.ItemID == "") {
 		return invalid("only a message with an item id can be partial")
 	}
@@ -321,6 +329,9 @@ func (a *ApprovalRequest) Validate(now time.Time) error {
 		if !reasonRE.MatchString(k) {
 			return invalid("data kind %q is not valid", clip(k))
 		}
+	}
+	if a.Thread < 0 {
+		return invalid("thread must be a message id")
 	}
 	return CheckPayload(a.Tool, a.Payload, a.PayloadHash)
 }
@@ -430,7 +441,68 @@ func (s *Steer) Validate() error {
 	if s.Deadline.IsZero() {
 		return invalid("the steer has no deadline")
 	}
+	if s.Thread < 0 {
+		return invalid("thread must be a message id")
+	}
+	if err := checkOpt("follows", s.Follows, turnIDRE); err != nil {
+		return err
+	}
+	if s.Follows != "" && !s.NewTurn {
+		return invalid("only a steer for a new turn follows an ended one")
+	}
+	if err := checkFiles(s.Files); err != nil {
+		return err
+	}
 	return checkHead(s.TimelineHead)
+}
+
+// checkFiles checks the files a steer names.
+func checkFiles(fs []FileRef) error {
+	if len(fs) > MaxSteerFiles {
+		return invalid("more than %d files", MaxSteerFiles)
+	}
+	inline := 0
+	for _, f := range fs {
+		if !fileIDRE.MatchString(f.ID) {
+			return invalid("file id %q is not valid", clip(f.ID))
+		}
+		if f.Name == "" || len(f.Name) > MaxFileName || !utf8.ValidString(f.Name) {
+			return invalid("file %s: the name is empty, too long or not UTF-8", f.ID)
+		}
+		if !typeRE.MatchString(f.Type) {
+			return invalid("file %s: type %q is not valid", f.ID, clip(f.Type))
+		}
+		if f.Size < 0 {
+			return invalid("file %s: negative size", f.ID)
+		}
+		if !f.Inline && f.Text != "" {
+			return invalid("file %s: text without inline", f.ID)
+		}
+		if f.Inline {
+			if err := checkText("file "+f.ID, f.Text, MaxInlineFile); err != nil {
+				return err
+			}
+			if int64(len(f.Text)) != f.Size {
+				return invalid("file %s: the inline text is not the whole file", f.ID)
+			}
+			inline += len(f.Text)
+		}
+	}
+	if inline > MaxInlineTotal {
+		return invalid("the inline files are more than %d bytes", MaxInlineTotal)
+	}
+	return nil
+}
+
+// Validate checks a file request (the hub's side of the boundary).
+func (r *FileRequest) Validate() error {
+	if !steerIDRE.MatchString(r.SteerID) {
+		return invalid("steer id %q is not valid", clip(r.SteerID))
+	}
+	if !fileIDRE.MatchString(r.FileID) {
+		return invalid("file id %q is not valid", clip(r.FileID))
+	}
+	return nil
 }
 
 // Validate checks a decision (the bridge's side of the boundary).

@@ -28,6 +28,7 @@ const (
 	KindApproval       = "approval"       // ApprovalRequest, request/reply: answer is Ack
 	KindApprovalUpdate = "approvalupdate" // ApprovalUpdate (decided on the bridge, expired), publish
 	KindInvitations    = "invitations"    // InvitationsRequest, request/reply: answer is InvitationsReply
+	KindFile           = "file"           // FileRequest, request with a reply inbox: answered by FileChunk messages
 )
 
 // InvitationsRequest lists (Decide empty) or answers the owner's pending
@@ -177,7 +178,61 @@ type Steer struct {
 	// when it sent the steer. The bridge journals it; inspect --verify later
 	// checks that the hub's timeline still holds that entry unchanged.
 	TimelineHead *ChainHead `json:"timelineHead,omitempty"`
+	// Thread is the root of the thread the message replies in (0: the
+	// message is in the channel, and a turn it starts lives in the thread
+	// under it). The bridge reports it with the turn's events (TurnEvent.Thread).
+	Thread int64 `json:"thread,omitempty"`
+	// NewTurn: the message is a reply in a thread where this agent's turn
+	// ended, or has none, so it must start a turn of its own (queued while
+	// another turn runs) and never steer a running one: words meant for
+	// one thread never land in another thread's turn. Follows names the
+	// ended turn it continues, if any: then the owner's startOnEnded
+	// decides, as for any steer meant for a turn that ended.
+	NewTurn bool   `json:"newTurn,omitempty"`
+	Follows string `json:"follows,omitempty"`
+	// Files are the files posted with the message. A text file small
+	// enough comes inline (Text); the bridge fetches the others (KindFile)
+	// into the message's folder before the agent sees the envelope.
+	Files []FileRef `json:"files,omitempty"`
 }
+
+// FileRef is a file posted with a message, as a steer names it.
+type FileRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Size int64  `json:"size"`
+	// Inline: Text is the whole file (valid UTF-8 text); otherwise the
+	// bridge fetches it.
+	Inline bool   `json:"inline,omitempty"`
+	Text   string `json:"text,omitempty"`
+}
+
+// Limits on the files of a steer.
+const (
+	MaxSteerFiles  = 10
+	MaxInlineFile  = 64 << 10  // a text file up to this size comes inline
+	MaxInlineTotal = 256 << 10 // all inline files of one steer
+	MaxFileName    = 255
+	// FileChunk is the size of the chunks the hub streams a fetched file in.
+	FileChunk = 128 << 10
+)
+
+// FileRequest asks the hub for the bytes of a file posted with a steer this
+// bridge received. The hub answers on the request's reply inbox with the
+// file in order, FileChunk bytes a message; the last message carries the
+// header FileDoneHeader (its value the file's SHA-256, hex); an error is one
+// message with the header FileErrorHeader (its value the reason).
+type FileRequest struct {
+	SteerID string `json:"steerId"`
+	FileID  string `json:"fileId"`
+}
+
+// Headers of the hub's answer to a FileRequest.
+const (
+	FileDoneHeader  = "Wh-File-Done"
+	FileErrorHeader = "Wh-File-Error"
+)
 
 // ChainHead names one entry of an agent's hash-chained timeline: the event
 // (stream sequence), the entry's place among that event's entries, its hash.
@@ -282,6 +337,9 @@ type TurnEvent struct {
 	// Usage is the model's token count for the whole turn (on ended), when
 	// the harness knows it.
 	Usage *Usage `json:"usage,omitempty"`
+	// Thread is the root of the thread the turn lives in: the Steer.Thread
+	// of the message that started it, or that message itself.
+	Thread int64 `json:"thread,omitempty"`
 }
 
 // Usage counts a turn's model tokens.
@@ -354,6 +412,8 @@ type ApprovalRequest struct {
 	// Sandbox is where the call will run, in the harness's words (codex
 	// also puts it into the approved payload, so the hash binds it).
 	Sandbox string `json:"sandbox,omitempty"`
+	// Thread is the thread the turn lives in (as TurnEvent.Thread).
+	Thread int64 `json:"thread,omitempty"`
 }
 
 // Decision is the owner's answer, relayed by the hub (or made locally).

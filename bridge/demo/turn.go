@@ -151,8 +151,13 @@ func (a *Agent) drain(t *turn, r *reply) error {
 	}
 }
 
-// handle carries out the requests in one input: for the demo, deleting files.
+// handle carries out the requests in one input: for the demo, noting the
+// files that came with it and deleting files.
 func (a *Agent) handle(t *turn, in bridge.Input, r *reply) error {
+	for _, note := range fileNotes(in.Text) {
+		a.progress(t, note)
+		r.lines = append(r.lines, note)
+	}
 	known := func(name string) bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()

@@ -15,7 +15,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if bench.ChildMain() { // the suite runs servers it measures as children of itself
 		return nil
 	}
-	fs := newFlags("bench", "bench [--only posts,fanout,…] [--posts N] [--concurrency N] [--members N] [--mentions N] [--idle-sockets N] [--hook CMD] [--json]", stdout)
+	fs := newFlags("bench", "bench [--only posts,fanout,…] [--posts N] [--concurrency N] [--members N] [--mentions N] [--idle-sockets N] [--search-messages N] [--uploads N] [--hook CMD] [--json]", stdout)
 	var o bench.Options
 	fs.IntVar(&o.Posts, "posts", 5000, "messages for the durable post throughput run")
 	fs.IntVar(&o.Concurrency, "concurrency", 32, "concurrent HTTP posters")
@@ -29,6 +29,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.IdleSockets, "idle-sockets", 10000, "idle authenticated WebSockets to hold open")
 	fs.IntVar(&o.ClusterPosts, "cluster-posts", 2000, "messages for the cluster run")
 	fs.IntVar(&o.ModelCalls, "model-calls", 2000, "model calls for the openai harness's overhead run")
+	fs.IntVar(&o.SearchMessages, "search-messages", 100_000, "messages in the room the search run queries")
+	fs.IntVar(&o.SearchQueries, "search-queries", 400, "search queries timed")
+	fs.IntVar(&o.Uploads, "uploads", 40, "files for the upload run")
+	fs.IntVar(&o.UploadBytes, "upload-bytes", 4<<20, "bytes in each uploaded file")
 	hook := fs.String("hook", "", `also time this Claude Code hook command, e.g. "wheelhouse-hook claude"`)
 	fs.IntVar(&o.HookRuns, "hook-runs", 200, "runs of each hook case")
 	only := fs.String("only", "", "run only these sections, comma-separated: "+strings.Join(bench.Sections, ", "))
@@ -44,7 +48,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		v    int
 	}{{"posts", o.Posts}, {"concurrency", o.Concurrency}, {"members", o.Room.Members}, {"room-messages", o.Room.Messages},
 		{"one-messages", o.OneMessages}, {"mentions", o.Mentions}, {"idle-sockets", o.IdleSockets}, {"cluster-posts", o.ClusterPosts},
-		{"model-calls", o.ModelCalls}, {"hook-runs", o.HookRuns}} {
+		{"model-calls", o.ModelCalls}, {"hook-runs", o.HookRuns}, {"search-messages", o.SearchMessages}, {"search-queries", o.SearchQueries},
+		{"uploads", o.Uploads}, {"upload-bytes", o.UploadBytes}} {
 		if c.v < 1 {
 			return usageError{fmt.Sprintf("--%s must be 1 or more, not %d", c.name, c.v)}
 		}

@@ -104,7 +104,7 @@ func TestLocalCluster(t *testing.T) {
 			t.Fatalf("receipts %v", rs)
 		}
 		testhub.WaitFor(t, 20*time.Second, "the demo agent's reply", func() bool {
-			for _, m := range testhub.AsList(alice1.Must(200, "GET", "/api/v1/rooms/dev/messages", nil).Body["messages"]) {
+			for _, m := range testhub.AsList(alice1.Must(200, "GET", "/api/v1/rooms/dev/messages?include=replies", nil).Body["messages"]) {
 				if m["author"] == "alice/demo" {
 					return true
 				}

@@ -16,6 +16,7 @@ import (
 type hubFlags struct {
 	data, http, tlsCert, tlsKey, publicURL, origins, logLevel, sync string
 	nats, natsURL, natsSecrets, natsWebsocket                       string
+	metrics, trustedProxies                                         string
 	replicas                                                        int
 	logJSON                                                         bool
 	steerTimeout                                                    time.Duration
@@ -37,6 +38,8 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 	enumVar(fs, &f.logLevel, "log-level", "info", logLevels, "log `level`")
 	fs.DurationVar(&f.steerTimeout, "steer-timeout", hub.DefaultSteerTimeout, "how long a bridge has to begin acting on a message (its deadline)")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this separate listen `address` host:port (default: off)")
+	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "reverse proxies whose X-Forwarded-For/-Proto count, comma-separated `addresses or CIDRs`")
 }
 
 func splitList(s string) []string {
@@ -54,6 +57,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 		DataDir: f.data, HTTPAddr: f.http, TLSCert: f.tlsCert, TLSKey: f.tlsKey, PublicURL: f.publicURL,
 		NATSAddr: f.nats, NATSURL: f.natsURL, NATSSecrets: f.natsSecrets, NATSWebsocket: splitList(f.natsWebsocket),
 		Replicas: f.replicas, Sync: f.sync, OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
+		MetricsAddr: f.metrics, TrustedProxies: splitList(f.trustedProxies),
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
 }

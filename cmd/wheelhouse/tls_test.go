@@ -84,7 +84,7 @@ func TestTLSEndToEnd(t *testing.T) {
 			t.Fatalf("receipts %v", rs)
 		}
 		testhub.WaitFor(t, 20*time.Second, "the demo agent's reply", func() bool {
-			r := admin.Must(200, "GET", "/api/v1/rooms/dev/messages", nil)
+			r := admin.Must(200, "GET", "/api/v1/rooms/dev/messages?include=replies", nil)
 			for _, m := range testhub.AsList(r.Body["messages"]) {
 				if m["author"] == "admin/demo" {
 					return true

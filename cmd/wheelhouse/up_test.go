@@ -26,6 +26,14 @@ func TestUp(t *testing.T) {
 	if !strings.Contains(string(page.Raw), "<title>") {
 		t.Fatal("no UI at /")
 	}
+	t.Run("NewUsersLandInGeneral", func(t *testing.T) {
+		admin.Must(201, "POST", "/api/v1/users", map[string]string{"name": "newbie", "password": "newbie-password"})
+		c := testhub.NewClient(t, url)
+		c.Must(201, "POST", "/api/v1/sessions", map[string]string{"name": "newbie", "password": "newbie-password"})
+		if r := c.Must(200, "GET", "/api/v1/rooms/general", nil).Body["room"].(map[string]any); r["role"] != "member" {
+			t.Fatalf("a new user is not in #general: %v", r)
+		}
+	})
 	t.Run("OwnerCommandsFindUp", func(t *testing.T) {
 		if out, code := runProc(t, env, "approvals"); code != 0 || !strings.Contains(out, "No approval requests") {
 			t.Fatalf("approvals: %d %s", code, out)

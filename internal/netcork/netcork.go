@@ -6,6 +6,7 @@ package netcork
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -30,6 +31,15 @@ func (c *Conn) Write(p []byte) (int, error) {
 	}
 	return c.Conn.Write(p)
 }
+
+// ReadFrom and WriteTo let io.Copy through the connection take the bare
+// connection's path (the kernel's splice), as a proxy relaying it does;
+// they do not go through the cork, so a connection is corked or relayed,
+// never both.
+func (c *Conn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
+
+// WriteTo is ReadFrom's other half.
+func (c *Conn) WriteTo(w io.Writer) (int64, error) { return io.Copy(w, c.Conn) }
 
 // Cork holds back writes until Flush.
 func (c *Conn) Cork() {

@@ -36,6 +36,14 @@ type Options struct {
 	// TLS makes the hub serve HTTPS with a certificate from this CA (for
 	// 127.0.0.1 and localhost); clients and bridges trust the CA.
 	TLS *CA
+	// FileMaxBytes and FileQuota set the upload limits.
+	FileMaxBytes, FileQuota int64
+	// PublicURL, TrustedProxies and MetricsAddr are the hub's settings.
+	PublicURL      string
+	TrustedProxies []string
+	MetricsAddr    string
+	// Now is the hub's clock (default time.Now).
+	Now func() time.Time
 }
 
 // Hub is a running test hub.
@@ -80,7 +88,9 @@ func Start(t testing.TB, o Options) *Hub {
 	if o.HTTPAddr == "" {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
-	cfg := hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout, BridgeSweep: o.BridgeSweep}
+	cfg := hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout, BridgeSweep: o.BridgeSweep,
+		FileMaxBytes: o.FileMaxBytes, FileQuota: o.FileQuota,
+		PublicURL: o.PublicURL, TrustedProxies: o.TrustedProxies, MetricsAddr: o.MetricsAddr, Now: o.Now}
 	if o.NATS != nil {
 		cfg.NATSURL, cfg.NATSSecrets, cfg.NATSWebsocket = o.NATS.URL, o.NATS.Secrets, []string{o.NATS.Websocket}
 	}
@@ -285,4 +295,24 @@ func CheckFor(t testing.TB, d time.Duration, what string, check func() error) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Metrics scrapes the hub's metrics listener (start it with
+// Options.MetricsAddr "127.0.0.1:0").
+func (h *Hub) Metrics() string {
+	h.t.Helper()
+	u := h.MetricsURL()
+	if u == "" {
+		h.t.Fatal("the hub serves no metrics: start it with Options.MetricsAddr")
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		h.t.Fatalf("scrape %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		h.t.Fatalf("scrape %s: status %d", u, resp.StatusCode)
+	}
+	return string(b)
 }

@@ -1,4 +1,4 @@
-// admin.js — admins add people.
+// admin.js — admins add people (opened from the People dialog).
 
 import { api } from './api.js';
 import { h, clear, copyButton } from './dom.js';
@@ -10,7 +10,7 @@ function randomPassword() {
   return Array.from(bytes, (b) => 'abcdefghjkmnpqrstuvwxyz23456789'[b % 31]).join('');
 }
 
-export function openAdmin() {
+export function openAdmin({ onClose } = {}) {
   const name = h('input', { id: 'new-user-name', required: true, autocapitalize: 'none', spellcheck: 'false', maxlength: 32, placeholder: 'e.g. alice' });
   const display = h('input', { id: 'new-user-display', maxlength: 64, placeholder: 'Alice Example' });
   const pass = h('input', { id: 'new-user-password', required: true, minlength: 8, autocomplete: 'new-password' });
@@ -44,5 +44,5 @@ export function openAdmin() {
       } catch (ex) { setError(err, ex.message); }
     });
   });
-  openDialog({ id: 'admin-dialog', title: 'Add a user', body: form });
+  openDialog({ id: 'admin-dialog', title: 'Add a user', body: form, onClose });
 }

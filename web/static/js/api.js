@@ -44,6 +44,7 @@ const get = (p, o) => request('GET', p, undefined, o);
 const post = (p, b, o) => request('POST', p, b === undefined ? {} : b, o);
 const del = (p) => request('DELETE', p);
 const patch = (p, b) => request('PATCH', p, b);
+const put = (p, b) => request('PUT', p, b);
 
 // "owner/name" → "/agents/owner/name"
 export function agentPath(handle) {
@@ -64,6 +65,17 @@ export const api = {
   createToken: (label) => post('/tokens', { label }),
   tokens: () => get('/tokens').then((d) => d.tokens || []),
   revokeToken: (id) => del(`/tokens/${enc(id)}`),
+  // Sessions and passwords (your own).
+  sessions: () => get('/sessions').then((d) => d.sessions || []),
+  endSession: (id) => del(`/sessions/${enc(id)}`),
+  changePassword: (current, password) => put('/me/password', { current, password }),
+  // A reset code an admin gave you: sets the password and logs you in.
+  redeemReset: (code, password) => post('/password-reset', { code, password }, { quiet401: true }),
+
+  // People (admins): {active:false|true} deactivates or reactivates, {admin} grants or revokes.
+  updateUser: (name, change) => patch(`/users/${enc(name)}`, change).then((d) => d.user),
+  // → {code:"whr_…", expiresAt}; shown once.
+  resetPassword: (name) => post(`/users/${enc(name)}/password-reset`, {}),
 
   // Rooms
   rooms: () => get('/rooms').then((d) => d.rooms || []),
@@ -78,7 +90,8 @@ export const api = {
 
   // Messages
   messages: (room, { before, after, limit = 50 } = {}) => {
-    const q = new URLSearchParams({ limit: String(limit) });
+    // include=replies: thread replies inline, until the page shows threads.
+    const q = new URLSearchParams({ limit: String(limit), include: 'replies' });
     if (before) q.set('before', String(before));
     if (after) q.set('after', String(after));
     return get(`/rooms/${enc(room)}/messages?${q}`);

@@ -5,7 +5,7 @@ import { h, clear, toast, debounce } from './dom.js';
 import { state, on, emit, logFor, mergeReceipt, patchAgent, isDM } from './store.js';
 import { actions } from './actions.js';
 import { Live } from './live.js';
-import { showLogin, showSetup, hideAuth } from './auth.js';
+import { showLogin, showSetup, showReset, hideAuth } from './auth.js';
 import { initSidebar, renderMe, roomHref } from './sidebar.js';
 import { loadUnread, primeUnread, seenRoom, noteIncoming, forgetRoom } from './unread.js';
 import { initMessages, showRoom, clearMessages, messageArrived, receiptChanged, rerender, feedReady, agentChanged } from './messages.js';
@@ -17,14 +17,28 @@ import { loadInvitations, upsertInvitation } from './invitations.js';
 import { initPanel } from './panel.js';
 import { openPairing } from './pairing.js';
 import { openTokens } from './tokens.js';
-import { openAdmin } from './admin.js';
+import { openPeople } from './people.js';
+import { openAccount } from './account.js';
 
 let live = null;
 let initialized = false;
 
 setUnauthenticatedHandler(() => sessionLost('Your session ended. Log in again.'));
 
+// A reset link an admin handed over: #reset=<code>.
+function resetCode() {
+  const m = /^#reset=(whr_[A-Za-z0-9_-]+)$/.exec(location.hash);
+  return m ? m[1] : '';
+}
+
 async function boot() {
+  const code = resetCode();
+  if (code) {
+    // The code leaves the address bar (and history) at once.
+    history.replaceState(null, '', '#/');
+    showReset(code, start, () => showLogin(start));
+    return;
+  }
   try {
     start(await api.me());
   } catch (ex) {
@@ -44,7 +58,7 @@ function initOnce() {
   if (initialized) return;
   initialized = true;
   initSidebar({
-    onLogout: logout, onPairing: openPairing, onTokens: openTokens, onAdmin: openAdmin,
+    onLogout: logout, onPairing: openPairing, onTokens: openTokens, onAdmin: openPeople, onAccount: openAccount,
     onCreateRoom: openCreateRoom, onBrowse: openBrowse, onStartDM: openStartDM,
   });
   initMessages();
@@ -81,7 +95,7 @@ async function start(me) {
     since,
     onEvent,
     onReady: ({ first }) => { feedReady(); if (!first) { refreshRooms(); if (state.current) loadRoomAgents(state.current); } },
-    onUnauthenticated: () => sessionLost('Your session ended. Log in again.'),
+    onUnauthenticated: (why) => sessionLost(endedNotice(why)),
   });
   live.start();
   primeUnread(rooms);
@@ -217,7 +231,16 @@ function onEvent(ev) {
   }
 }
 
+// endedNotice words the hub's close reason ("session ended: your password
+// was changed") for the login screen.
+function endedNotice(why) {
+  if (!why) return 'Your session ended. Log in again.';
+  const text = String(why).replace(/^session ended:\s*/, '');
+  return `Your session ended: ${text}. Log in again.`;
+}
+
 async function logout() {
+  if (live) { live.stop(); live = null; }
   try { await api.logout(); } catch { /* the session is gone either way */ }
   sessionLost('You are logged out.');
 }

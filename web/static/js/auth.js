@@ -69,6 +69,35 @@ export function showSetup(onDone) {
   token.focus();
 }
 
+// showReset: the page behind a reset link (#reset=CODE) an admin handed
+// over: choose a new password, and you are logged in.
+export function showReset(code, onDone, onCancel) {
+  const pass = h('input', { id: 'reset-password', type: 'password', autocomplete: 'new-password', required: true, minlength: 8 });
+  const again = h('input', { id: 'reset-repeat', type: 'password', autocomplete: 'new-password', required: true, minlength: 8 });
+  const err = errorLine('reset-error');
+  const form = h('form', { class: 'auth-form', id: 'reset-form' },
+    field('New password', pass, 'At least 8 characters. Every session and API token of your account ends.'),
+    field('New password again', again),
+    err,
+    h('button', { id: 'reset-submit', type: 'submit', class: 'primary-button wide' }, 'Set password and log in'),
+    h('button', { id: 'reset-cancel', type: 'button', class: 'ghost-button wide', onclick: onCancel }, 'Back to log in'));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    setError(err, '');
+    if (pass.value !== again.value) { setError(err, 'The passwords do not match.'); again.select(); return; }
+    await busy(form, async () => {
+      try {
+        const d = await api.redeemReset(code, pass.value);
+        onDone(d.user);
+      } catch (ex) {
+        setError(err, ex.message);
+      }
+    });
+  });
+  mount(card('Choose a new password', 'An admin gave you this link to set your password.', form));
+  pass.focus();
+}
+
 function mount(node) {
   const s = screen();
   clear(s).append(node);

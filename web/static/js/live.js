@@ -45,6 +45,9 @@ export class Live {
       this.ws = null;
       if (this.stopped) return;
       banner(true);
+      // 4001: the session or token ended (logged out, revoked, password
+      // changed, account deactivated): log in again, do not reconnect.
+      if (e.code === 4001) { this.stop(); this.onUnauthenticated(e.reason); return; }
       // 1008 "too slow": we were behind; come straight back with since.
       if (e.code === 1008) { this.attempt = 0; this.timer = setTimeout(() => this.connect(), 100); return; }
       this.scheduleRetry();

@@ -101,7 +101,8 @@ export async function openMembers() {
         avatar(m.user, 'user', 'avatar-sm'),
         h('div', { class: 'pick-main' },
           h('span', { class: 'pick-title' }, '@' + m.user, me ? ' (you)' : ''),
-          h('span', { class: 'pick-sub' }, m.role === 'admin' ? 'room admin' : 'member')));
+          h('span', { class: 'pick-sub' }, m.role === 'admin' ? 'room admin' : 'member', m.deactivated ? ' · deactivated' : '')));
+      if (m.deactivated) row.dataset.deactivated = 'true';
       if (!dm && iAmAdmin && !me) {
         row.append(h('button', {
           type: 'button', class: 'small-button danger remove-member', 'aria-label': `Remove @${m.user}`,
@@ -139,7 +140,7 @@ export async function openMembers() {
     const fillOptions = () => {
       clear(options);
       const inRoom = new Set(members.map((m) => m.user));
-      for (const u of state.users) if (!inRoom.has(u.name)) options.append(h('option', { value: u.name }, u.display || u.name));
+      for (const u of state.users) if (!inRoom.has(u.name) && !u.deactivated) options.append(h('option', { value: u.name }, u.display || u.name));
     };
     body.addEventListener('focusin', fillOptions);
   }
@@ -168,7 +169,7 @@ export async function openStartDM() {
   const list = h('ul', { class: 'pick-list', id: 'dm-targets' });
   const err = errorLine('dm-error');
   const dlg = openDialog({ id: 'dm-dialog', title: 'Start a direct message', body: h('div', { class: 'stack' }, filter, list, err) });
-  const people = state.users.filter((u) => u.name !== state.me.name).map((u) => ({ with: u.name, label: '@' + u.name, sub: u.display || 'person', kind: 'user' }));
+  const people = state.users.filter((u) => u.name !== state.me.name && !u.deactivated).map((u) => ({ with: u.name, label: '@' + u.name, sub: u.display || 'person', kind: 'user' }));
   const agents = state.allAgents.map((a) => ({ with: a.handle, label: '@' + a.handle, sub: `agent · ${a.harness || 'agent'} · ${a.status || 'offline'}`, kind: 'agent' }));
   const draw = () => {
     const q = filter.value.trim().toLowerCase().replace(/^@/, '');

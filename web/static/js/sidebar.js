@@ -9,7 +9,7 @@ export const roomHref = (name) => `#/r/${encodeURIComponent(name)}`;
 
 const app = () => document.getElementById('app-screen');
 
-export function initSidebar({ onLogout, onPairing, onTokens, onAdmin, onCreateRoom, onBrowse, onStartDM }) {
+export function initSidebar({ onLogout, onPairing, onTokens, onAdmin, onAccount, onCreateRoom, onBrowse, onStartDM }) {
   const btn = document.getElementById('user-menu-button');
   const menu = document.getElementById('user-menu');
   const setMenu = (open) => {
@@ -31,6 +31,7 @@ export function initSidebar({ onLogout, onPairing, onTokens, onAdmin, onCreateRo
   item('open-pairing', onPairing);
   item('open-tokens', onTokens);
   item('open-admin', onAdmin);
+  item('open-account', onAccount);
   document.getElementById('create-room').addEventListener('click', onCreateRoom);
   document.getElementById('browse-rooms').addEventListener('click', onBrowse);
   document.getElementById('start-dm').addEventListener('click', onStartDM);

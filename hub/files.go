@@ -1,0 +1,95 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+// fileTimeout bounds streaming one file to a bridge.
+const fileTimeout = 2 * time.Minute
+
+// steerFiles names a message's files for the agent's bridge: a small text
+// file inline (the envelope fences it as data), the others for the bridge
+// to fetch (KindFile) into the message's folder.
+func (l *Link) steerFiles(ctx context.Context, fs []chat.File) []wire.FileRef {
+	var out []wire.FileRef
+	inline := 0
+	for _, f := range fs {
+		ref := wire.FileRef{ID: f.ID, Name: f.Name, Type: f.Type, Size: f.Size}
+		if inline+int(f.Size) <= wire.MaxInlineTotal {
+			text, ok, err := l.rooms.FileText(ctx, f, wire.MaxInlineFile)
+			if err != nil {
+				l.log.Warn("reading a file for a steer failed; the bridge fetches it", "file", f.ID, "err", err)
+			}
+			if ok {
+				ref.Inline, ref.Text = true, text
+				inline += len(text)
+			}
+		}
+		out = append(out, ref)
+	}
+	return out
+}
+
+// serveFile answers a bridge's FileRequest on its reply inbox: the file in
+// chunks, then a last message with its SHA-256. Only a file posted with
+// the message of a steer of this bridge's agent is served.
+func (l *Link) serveFile(b *chat.Bridge, m *nats.Msg, req wire.FileRequest) {
+	if m.Reply == "" {
+		return
+	}
+	fail := func(err error) { l.fileError(m, err) }
+	ctx, cancel := context.WithTimeout(context.Background(), fileTimeout)
+	defer cancel()
+	f, rc, err := l.rooms.SteerFileBytes(ctx, b.ID, req.SteerID, req.FileID)
+	if err != nil {
+		l.log.Warn("refused a bridge's file request", "bridge", b.ID, "steer", req.SteerID, "file", req.FileID, "err", err)
+		fail(err)
+		return
+	}
+	defer rc.Close()
+	h := sha256.New()
+	buf := make([]byte, wire.FileChunk)
+	for {
+		n, err := io.ReadFull(rc, buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			msg := nats.NewMsg(m.Reply)
+			msg.Data = append([]byte(nil), buf[:n]...)
+			if perr := l.nc.PublishMsg(msg); perr != nil {
+				l.log.Warn("streaming a file to a bridge failed", "bridge", b.ID, "file", f.ID, "err", perr)
+				return
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			fail(wh.Errorf(wh.EUnavailable, "reading the file failed"))
+			return
+		}
+	}
+	done := nats.NewMsg(m.Reply)
+	done.Header.Set(wire.FileDoneHeader, hex.EncodeToString(h.Sum(nil)))
+	l.nc.PublishMsg(done)
+}
+
+// fileError answers a file request with why not.
+func (l *Link) fileError(m *nats.Msg, err error) {
+	if m.Reply == "" {
+		return
+	}
+	msg := nats.NewMsg(m.Reply)
+	msg.Header.Set(wire.FileErrorHeader, wh.ErrorMessage(err))
+	l.nc.PublishMsg(msg)
+}

@@ -1,0 +1,237 @@
+package room
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	wh "github.com/wheelhouse-dev/wheelhouse"
+)
+
+// Login throttling. Every password check (a login, or the current
+// password when changing it) counts against two keys: the normalized name
+// together with the client's address, and the address alone. A few attempts
+// are free; after them each attempt pushes the next one further out
+// (1 s, 2 s, 4 s … up to 15 minutes). Nothing is ever locked for everyone:
+// someone failing against a name from their address delays only that
+// address, so the account's owner, from any address that did not fail,
+// logs in as usual. A correct password clears its (name, address) key and
+// takes its attempt back from the address.
+//
+// The counts live in a NATS KV bucket, so every hub node sees the same
+// ones and a guesser cannot spread attempts over nodes; updates are
+// compare-and-set, so parallel attempts are each counted. An entry expires
+// an hour after its last attempt (the bucket's TTL), like ntfy's visitors.
+// The log is the wrong place for them: they are not history, and a guesser
+// would grow it forever.
+const (
+	LoginBucket    = "wheelhouse-logins"
+	loginForget    = time.Hour
+	loginPairFree  = 3  // attempts per (name, address) before delays
+	loginAddrFree  = 20 // attempts per address, any name, before delays
+	loginDelayBase = time.Second
+	loginDelayMax  = 15 * time.Minute
+	loginCASTries  = 8
+)
+
+// attempts is one key's count.
+type attempts struct {
+	N     int       `json:"n"`
+	Until time.Time `json:"until"` // no attempt before this
+}
+
+// delay is the wait imposed after the n-th counted attempt.
+func delay(n, free int) time.Duration {
+	if n < free {
+		return 0
+	}
+	d := loginDelayBase << min(n-free, 20)
+	return min(d, loginDelayMax)
+}
+
+type limiter struct {
+	kv  jetstream.KeyValue
+	now func() time.Time
+}
+
+// openLimiter opens (creating it once) the bucket; ttl is how long an
+// entry lives after its last attempt.
+func openLimiter(ctx context.Context, js jetstream.JetStream, replicas int, now func() time.Time, ttl time.Duration) (*limiter, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:       LoginBucket,
+		Description:  "failed login attempts by name and address (Wheelhouse hubs)",
+		TTL:          ttl,
+		History:      1,
+		MaxValueSize: 256,
+		Storage:      jetstream.MemoryStorage,
+		Replicas:     max(replicas, 1),
+	})
+	if err != nil {
+		return nil, wh.Wrap(err, "open the login attempts bucket")
+	}
+	return &limiter{kv: kv, now: now}, nil
+}
+
+// AddrKey is the part of a client address that throttling keys on: the
+// address itself for IPv4, its /64 for IPv6 (one subscriber's network:
+// anyone holds a whole /64), "unknown" when there is none.
+func AddrKey(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return "unknown"
+	}
+	a = a.Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}
+
+func limiterKey(kind string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return kind + "." + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// loginKeys are the two keys of one attempt: (name, address) and address.
+func loginKeys(name, addr string) (pair, byAddr string) {
+	a := AddrKey(addr)
+	return limiterKey("p", name, a), limiterKey("a", a)
+}
+
+var errLimiterBusy = errors.New("too many concurrent updates")
+
+// take counts one attempt on key, unless key must still wait: then it
+// returns how long.
+func (l *limiter) take(ctx context.Context, key string, free int) (time.Duration, error) {
+	for range loginCASTries {
+		var a attempts
+		var rev uint64
+		e, err := l.kv.Get(ctx, key)
+		switch {
+		case err == nil:
+			rev = e.Revision()
+			if json.Unmarshal(e.Value(), &a) != nil {
+				a = attempts{}
+			}
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		default:
+			return 0, err
+		}
+		now := l.now()
+		if wait := a.Until.Sub(now); wait > 0 {
+			return wait, nil
+		}
+		a.N++
+		a.Until = now.Add(delay(a.N, free))
+		b, _ := json.Marshal(a)
+		if rev == 0 {
+			_, err = l.kv.Create(ctx, key, b)
+		} else {
+			_, err = l.kv.Update(ctx, key, b, rev)
+		}
+		if err == nil {
+			return 0, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongSeq(err) {
+			return 0, err
+		}
+	}
+	return 0, errLimiterBusy
+}
+
+func isWrongSeq(err error) bool {
+	var ae *jetstream.APIError
+	return errors.As(err, &ae) && ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// giveBack takes one attempt back from key (a correct password).
+func (l *limiter) giveBack(ctx context.Context, key string, free int) error {
+	for range loginCASTries {
+		e, err := l.kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var a attempts
+		json.Unmarshal(e.Value(), &a)
+		if a.N <= 1 {
+			err = l.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
+		} else {
+			a.N--
+			if delay(a.N, free) == 0 {
+				a.Until = time.Time{}
+			}
+			b, _ := json.Marshal(a)
+			_, err = l.kv.Update(ctx, key, b, e.Revision())
+		}
+		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongSeq(err) {
+			return err
+		}
+	}
+	return errLimiterBusy
+}
+
+func seconds(d time.Duration) string {
+	n := int((d + time.Second - 1) / time.Second)
+	if n == 1 {
+		return "1 second"
+	}
+	return fmt.Sprintf("%d seconds", n)
+}
+
+// forget clears key.
+func (l *limiter) forget(ctx context.Context, key string) error {
+	err := l.kv.Purge(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	return err
+}
+
+// passwordAttempt counts an attempt to check name's password from addr;
+// it refuses one that must wait. Call done with whether the password was
+// right.
+func (l *limiter) passwordAttempt(ctx context.Context, name, addr string) (done func(ok bool), err error) {
+	pair, byAddr := loginKeys(name, addr)
+	for _, k := range []struct {
+		key  string
+		free int
+		what string
+	}{{pair, loginPairFree, "for this name from your address"}, {byAddr, loginAddrFree, "from your address"}} {
+		wait, err := l.take(ctx, k.key, k.free)
+		if err != nil {
+			return nil, &wh.Error{Code: wh.EUnavailable, Message: "the hub cannot check login attempts right now; try again shortly", Err: err}
+		}
+		if wait > 0 {
+			return nil, &wh.Error{Code: wh.ERateLimited, Reason: "login-delay",
+				Message: fmt.Sprintf("too many wrong passwords %s; try again in %s", k.what, seconds(wait))}
+		}
+	}
+	return func(ok bool) {
+		if !ok {
+			return
+		}
+		// Off the request's context: the answer is decided already.
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		l.forget(bg, pair)
+		l.giveBack(bg, byAddr, loginAddrFree)
+	}, nil
+}
