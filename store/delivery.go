@@ -446,6 +446,7 @@ func (s *Store) PendingSteersOf(ctx context.Context, messageID int64) ([]Outboun
 		json.Unmarshal([]byte(parts), &o.Parts)
 		json.Unmarshal([]byte(files), &o.Files)
 		o.SentAt, _ = time.Parse(time.RFC3339Nano, sent)
+		o.At, _ = time.Parse(time.RFC3339Nano, at)
 		out = append(out, o)
 	}
 	return out, rows.Err()
