@@ -281,6 +281,13 @@ func (l *Log) Batches() (batches, events uint64) { return l.batches.Load(), l.ev
 // Applied is the last projected sequence.
 func (l *Log) Applied() uint64 { return l.applied.Load() }
 
+// Changed returns a channel closed when the next batch is applied.
+func (l *Log) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.notify
+}
+
 // WaitApplied blocks until seq is projected or ctx ends.
 func (l *Log) WaitApplied(ctx context.Context, seq uint64) error {
 	for {

@@ -158,15 +158,21 @@ func (l *Link) route(m jetstream.Msg) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// The projection decided who may be reached; wait for this node's.
-	if err := l.rooms.Log.WaitApplied(ctx, seq); err != nil {
-		m.NakWithDelay(time.Second)
-		return
-	}
 	switch ev.Type {
 	case chat.EvMessagePosted:
-		l.routeMessage(ctx, int64(seq))
+		// The projection decides who may be reached; this node's decision
+		// is enough, its commit need not be waited for.
+		steers, err := l.rooms.DecidedSteers(ctx, int64(seq), func() bool { return l.rooms.Log.Applied() >= seq }, l.rooms.Log.Changed)
+		if err != nil {
+			m.NakWithDelay(time.Second)
+			return
+		}
+		l.routeSteers(steers)
 	case chat.EvBridgeRevoked:
+		if err := l.rooms.Log.WaitApplied(ctx, seq); err != nil {
+			m.NakWithDelay(time.Second)
+			return
+		}
 		var d chat.BridgeRevoked
 		if json.Unmarshal(ev.Data, &d) == nil {
 			l.disconnectBridge(ctx, d.ID)
@@ -175,14 +181,9 @@ func (l *Link) route(m jetstream.Msg) {
 	m.Ack()
 }
 
-// routeMessage delivers a message's pending steers, each through its
+// routeSteers delivers a message's pending steers, each through its
 // agent's queue (steers to one agent keep their order).
-func (l *Link) routeMessage(ctx context.Context, msgID int64) {
-	steers, err := l.rooms.PendingSteersOf(ctx, msgID)
-	if err != nil {
-		l.log.Warn("reading a message's steers failed", "message", msgID, "err", err)
-		return
-	}
+func (l *Link) routeSteers(steers []store.Outbound) {
 	var wg sync.WaitGroup
 	for _, o := range steers {
 		wg.Add(1)

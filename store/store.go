@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"modernc.org/sqlite"
@@ -87,7 +88,6 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 	ctx = withApplyDB(ctx, s.db)
 	s.db.members.begin()
 	var feed []chat.FeedItem
-	var pending []Outbound
 	outs := make([]eventlog.Outcome, 0, len(batch))
 	for _, e := range batch {
 		var ev chat.Event
@@ -127,7 +127,14 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 			}
 		} else {
 			feed = append(feed, items...)
-			pending = append(pending, notes.out...)
+			// The router may deliver these now: the decision is made, and
+			// applying the event again (after a failed commit) makes the
+			// same one (the bridge answers a steer id once).
+			if s.recent.put(notes.out, time.Now()) {
+				// Let the router run now: woken from here, it would
+				// otherwise wait for this processor until the commit.
+				runtime.Gosched()
+			}
 		}
 		if _, err := s.db.txStmt(ctx, tx, sqlRelease).ExecContext(ctx); err != nil {
 			return nil, nil, err
@@ -144,7 +151,6 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 	if err := tx.Commit(); err != nil {
 		return nil, nil, err
 	}
-	s.recent.put(pending, time.Now())
 	return outs, feed, nil
 }
 
