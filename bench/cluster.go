@@ -134,7 +134,7 @@ func Cluster(ctx context.Context, posts, concurrency int) (*ClusterResult, error
 	if err != nil {
 		return nil, err
 	}
-	res.Same, res.Across = same, across
+	res.Same, res.Across = dist(same), dist(across)
 	if res.RawAcros, err = c.rawAcross(ctx, m); err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}

@@ -13,7 +13,8 @@ import (
 )
 
 // subscriber records when each marked message arrives: "mark-K" messages
-// of the measured room and "busy-K" messages of the busy rooms.
+// of the measured room and "chatter-K" messages of the busy rooms (whose
+// names, busy-N, are in their frames too).
 type subscriber struct {
 	mu       sync.Mutex
 	main     map[int]time.Time
@@ -31,7 +32,7 @@ func newSubscriber(wantMain int) *subscriber {
 
 var (
 	markMain  = []byte("mark-")
-	markBusy  = []byte("busy-")
+	markBusy  = []byte("chatter-")
 	readyType = []byte(`"type":"ready"`)
 )
 
@@ -133,7 +134,7 @@ func dialSockets(ctx context.Context, target func(i int) (url, token string), n,
 
 // collect waits until every subscriber has every main message and returns
 // the latencies of main and busy messages against when each was sent.
-func (ss *sockets) collect(sentMain, sentBusy map[int]time.Time, timeout time.Duration) (main, busy Dist, err error) {
+func (ss *sockets) collect(sentMain, sentBusy map[int]time.Time, timeout time.Duration) (main, busy []time.Duration, err error) {
 	deadline := time.After(timeout)
 	for i, s := range ss.subs {
 		select {
@@ -142,7 +143,7 @@ func (ss *sockets) collect(sentMain, sentBusy map[int]time.Time, timeout time.Du
 			s.mu.Lock()
 			n := len(s.main)
 			s.mu.Unlock()
-			return Dist{}, Dist{}, fmt.Errorf("socket %d got %d of %d messages", i, n, s.wantMain)
+			return nil, nil, fmt.Errorf("socket %d got %d of %d messages", i, n, s.wantMain)
 		}
 	}
 	var dm, db []time.Duration
@@ -158,5 +159,5 @@ func (ss *sockets) collect(sentMain, sentBusy map[int]time.Time, timeout time.Du
 		}
 		s.mu.Unlock()
 	}
-	return dist(dm), dist(db), nil
+	return dm, db, nil
 }

@@ -39,7 +39,25 @@ func (o RoomOptions) interval() time.Duration {
 	return max(20*time.Millisecond, time.Duration(o.Members)*30*time.Microsecond)
 }
 
-// RoomResult is one fan-out run, hub beside the raw baseline.
+// fanSamples are one run's latencies and the CPU it took.
+type fanSamples struct {
+	main, busy []time.Duration
+	cpu        time.Duration
+	frames     int
+}
+
+// add pools another run's samples.
+func (f *fanSamples) add(g fanSamples) {
+	f.main, f.busy = append(f.main, g.main...), append(f.busy, g.busy...)
+	f.cpu += g.cpu
+	f.frames += g.frames
+}
+
+func (f fanSamples) cpuPerFrame() float64 { return micros(f.cpu) / float64(max(1, f.frames)) }
+
+// RoomResult is a fan-out measurement, hub beside the raw baseline, each
+// run twice in the order baseline, hub, hub, baseline and pooled, so that
+// neither side gains from running later in the process.
 type RoomResult struct {
 	RoomOptions
 	BusyMembers int  `json:"busyMembers"`
@@ -78,7 +96,7 @@ func schedule(ctx context.Context, o RoomOptions, post func(room int, text strin
 				}
 				k := int(busyN.Add(1))
 				at := time.Now()
-				if err := post(r, "busy-"+strconv.Itoa(k)); err != nil {
+				if err := post(r, "chatter-"+strconv.Itoa(k)); err != nil {
 					busyErr.CompareAndSwap(nil, &err)
 					return
 				}
@@ -127,31 +145,31 @@ func frames(ss *sockets) int {
 // people, all members of room "all" with one live socket each; BusyRooms
 // rooms of Members/BusyRooms of them post meanwhile. Latency is receipt −
 // the moment the POST started.
-func RoomFanout(ctx context.Context, o RoomOptions) (hubMain, hubBusy Dist, cpuPerFrame float64, err error) {
+func RoomFanout(ctx context.Context, o RoomOptions) (fanSamples, error) {
 	e, err := newEnv(ctx, envOptions{})
 	if err != nil {
-		return Dist{}, Dist{}, 0, err
+		return fanSamples{}, err
 	}
 	defer e.close()
 	people, err := e.addPeople(ctx, "u", o.Members)
 	if err != nil {
-		return Dist{}, Dist{}, 0, err
+		return fanSamples{}, err
 	}
 	rs := e.h.Rooms()
 	if _, err := rs.CreateRoom(ctx, e.admin, "all", false, ""); err != nil {
-		return Dist{}, Dist{}, 0, err
+		return fanSamples{}, err
 	}
 	if err := e.addMembers(ctx, "all", people); err != nil {
-		return Dist{}, Dist{}, 0, err
+		return fanSamples{}, err
 	}
 	bm := o.busyMembers()
 	for r := range o.BusyRooms {
 		name := fmt.Sprintf("busy-%d", r)
 		if _, err := rs.CreateRoom(ctx, e.admin, name, false, ""); err != nil {
-			return Dist{}, Dist{}, 0, err
+			return fanSamples{}, err
 		}
 		if err := e.addMembers(ctx, name, people[r*bm:min((r+1)*bm, len(people))]); err != nil {
-			return Dist{}, Dist{}, 0, err
+			return fanSamples{}, err
 		}
 	}
 	tokens := make([]string, len(people))
@@ -161,7 +179,7 @@ func RoomFanout(ctx context.Context, o RoomOptions) (hubMain, hubBusy Dist, cpuP
 	url := e.wsURL(fmt.Sprintf("/api/v1/events?since=%d", rs.Log.Applied()))
 	ss, err := dialSockets(ctx, func(i int) (string, string) { return url, tokens[i] }, len(tokens), o.Messages)
 	if err != nil {
-		return Dist{}, Dist{}, 0, err
+		return fanSamples{}, err
 	}
 	defer ss.close()
 	clients := make([]*http.Client, o.BusyRooms+1)
@@ -178,11 +196,12 @@ func RoomFanout(ctx context.Context, o RoomOptions) (hubMain, hubBusy Dist, cpuP
 		return err
 	})
 	if err != nil {
-		return Dist{}, Dist{}, 0, err
+		return fanSamples{}, err
 	}
-	hubMain, hubBusy, err = ss.collect(sentMain, sentBusy, time.Minute)
-	cpu := cpuTime() - cpu0
-	return hubMain, hubBusy, micros(cpu) / float64(max(1, frames(ss))), err
+	var f fanSamples
+	f.main, f.busy, err = ss.collect(sentMain, sentBusy, time.Minute)
+	f.cpu, f.frames = cpuTime()-cpu0, frames(ss)
+	return f, err
 }
 
 // RawRoomFanout is the baseline, a lower bound for the same work: a bare
@@ -190,7 +209,7 @@ func RoomFanout(ctx context.Context, o RoomOptions) (hubMain, hubBusy Dist, cpuP
 // the same schedule, one writer per connection sending what is queued in
 // one write (the hub's writer, without the hub). Latency is receipt − the
 // moment the frame was handed to the writers.
-func RawRoomFanout(ctx context.Context, o RoomOptions) (rawMain, rawBusy Dist, cpuPerFrame float64, err error) {
+func RawRoomFanout(ctx context.Context, o RoomOptions) (fanSamples, error) {
 	type rawConn struct {
 		ws   *websocket.Conn
 		cork *netcork.Conn
@@ -254,7 +273,7 @@ func RawRoomFanout(ctx context.Context, o RoomOptions) (rawMain, rawBusy Dist, c
 	base := strings.Replace(srv.URL, "http", "ws", 1)
 	ss, err := dialSockets(ctx, func(i int) (string, string) { return base + "/?i=" + strconv.Itoa(i), "" }, o.Members, o.Messages)
 	if err != nil {
-		return Dist{}, Dist{}, 0, err
+		return fanSamples{}, err
 	}
 	defer ss.close()
 	registered.Wait()
@@ -281,11 +300,12 @@ func RawRoomFanout(ctx context.Context, o RoomOptions) (rawMain, rawBusy Dist, c
 		return nil
 	})
 	if err != nil {
-		return Dist{}, Dist{}, 0, err
+		return fanSamples{}, err
 	}
-	rawMain, rawBusy, err = ss.collect(sentMain, sentBusy, time.Minute)
-	cpu := cpuTime() - cpu0
-	return rawMain, rawBusy, micros(cpu) / float64(max(1, frames(ss))), err
+	var f fanSamples
+	f.main, f.busy, err = ss.collect(sentMain, sentBusy, time.Minute)
+	f.cpu, f.frames = cpuTime()-cpu0, frames(ss)
+	return f, err
 }
 
 // sampleFrame is a message frame of the size and shape the hub sends.

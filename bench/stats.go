@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,6 +83,18 @@ func loadAvg() float64 {
 	}
 	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
 	return f
+}
+
+// settle lets the previous run finish leaving (its sockets closing, its
+// goroutines ending) and collects its garbage, so the next run does not
+// pay for it: back to back, a run's tail latency grew with each one.
+func settle(goroutines int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > goroutines+20 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.GC()
+	time.Sleep(500 * time.Millisecond) // the kernel's side of the closed sockets
 }
 
 // drain reads and closes a response so its connection is reused (an

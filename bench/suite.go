@@ -314,16 +314,25 @@ func runPosts(ctx context.Context, o *Options, res *Results, w io.Writer) error 
 }
 
 func runFanout(ctx context.Context, o *Options, res *Results, w io.Writer) error {
-	fmt.Fprintln(w, "\nPost → WebSocket receive latency (hub: from the POST's start; baseline: a bare coder/websocket server sending the same frames on the same schedule)")
+	fmt.Fprintln(w, "\nPost → WebSocket receive latency (hub: from the POST's start; baseline: a bare coder/websocket server sending the same frames on the same schedule; each side twice, pooled)")
+	base := runtime.NumGoroutine()
 	for _, ro := range []RoomOptions{{Members: 1, Messages: o.OneMessages}, o.Room} {
-		rawMain, rawBusy, rawCPU, err := RawRoomFanout(ctx, ro)
-		if err != nil {
-			return check(err, fmt.Sprintf("raw fan-out to %d", ro.Members))
+		var raw, hub fanSamples
+		for _, side := range []string{"raw", "hub", "hub", "raw"} {
+			run, pool := RawRoomFanout, &raw
+			if side == "hub" {
+				run, pool = RoomFanout, &hub
+			}
+			settle(base)
+			f, err := run(ctx, ro)
+			if err != nil {
+				return check(err, fmt.Sprintf("%s fan-out to %d", side, ro.Members))
+			}
+			pool.add(f)
 		}
-		hubMain, hubBusy, hubCPU, err := RoomFanout(ctx, ro)
-		if err != nil {
-			return check(err, fmt.Sprintf("fan-out to %d", ro.Members))
-		}
+		hubMain, rawMain := dist(hub.main), dist(raw.main)
+		hubBusy, rawBusy := dist(hub.busy), dist(raw.busy)
+		hubCPU, rawCPU := hub.cpuPerFrame(), raw.cpuPerFrame()
 		r := RoomResult{RoomOptions: ro, BusyMembers: ro.busyMembers(), Hub: hubMain, Raw: rawMain, HubBusy: hubBusy, RawBusy: rawBusy,
 			HubCPUMicros: hubCPU, RawCPUMicros: rawCPU, RatioP50: durRatio(hubMain.P50, rawMain.P50), RatioP99: durRatio(hubMain.P99, rawMain.P99)}
 		res.Fanout = append(res.Fanout, r)
