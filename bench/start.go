@@ -31,7 +31,7 @@ func (r *StartResult) String() string {
 func StartTime(ctx context.Context, bin string) (*StartResult, error) {
 	if bin == "" {
 		self, err := os.Executable()
-		if err != nil || !strings.HasPrefix(filepath.Base(self), "wheelhouse") {
+		if err != nil || strings.HasSuffix(filepath.Base(self), ".test") {
 			return nil, notHere{"the start-up time needs the wheelhouse binary: run `wheelhouse bench` (or pass Options.Binary)"}
 		}
 		bin = self

@@ -265,7 +265,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (*Results, error) {
 				res.Hook = &hb
 				fmt.Fprint(w, indent(hb.String()))
 			}
-			return check(err, "hook")
+			return err
 		}},
 	}
 	for _, s := range steps {
