@@ -30,9 +30,9 @@ type ClusterResult struct {
 	RawPosts   Rate    `json:"rawPosts"`   // JetStream publishes to an R3 stream of the same cluster
 	Ratio      float64 `json:"ratio"`
 	// Post on hub 1 → received on a socket of hub 2; and on hub 1 itself.
-	Across   Dist `json:"across"`
-	Same     Dist `json:"same"`
-	RawAcros Dist `json:"rawAcross"` // publish (R3, acknowledged) on node 1 → delivered to a consumer on node 3
+	Across    Dist `json:"across"`
+	Same      Dist `json:"same"`
+	RawAcross Dist `json:"rawAcross"` // publish (R3, acknowledged) on node 1 → delivered to a consumer on node 3
 }
 
 func (r *ClusterResult) String() string {
@@ -43,7 +43,7 @@ func (r *ClusterResult) String() string {
 		"  post on hub 1 → socket on hub 2  %s\n"+
 		"  post on hub 1 → socket on hub 1  %s\n"+
 		"  baseline: R3 publish on node 1 → consumer on node 3  %s\n",
-		r.NATSServer, r.Posts, r.RawPosts, r.Ratio, r.Across, r.Same, r.RawAcros)
+		r.NATSServer, r.Posts, r.RawPosts, r.Ratio, r.Across, r.Same, r.RawAcross)
 }
 
 // Cluster runs the local cluster and measures durable posts and post →
@@ -135,7 +135,7 @@ func Cluster(ctx context.Context, posts, concurrency int) (*ClusterResult, error
 		return nil, err
 	}
 	res.Same, res.Across = dist(same), dist(across)
-	if res.RawAcros, err = c.rawAcross(ctx, m); err != nil {
+	if res.RawAcross, err = c.rawAcross(ctx, m); err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
 	return res, nil
