@@ -3,15 +3,53 @@ package bench
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 )
 
-// The figures come from `go test -run '^$' -bench . ./bench/` or
-// `wheelhouse bench`; the test below only checks that a tiny suite runs.
+func TestMain(m *testing.M) {
+	if ChildMain() { // the idle-socket run starts this binary as its server
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The figures come from `wheelhouse bench` or `go test -run '^$' -bench .
+// ./bench/`; the test below only checks that a tiny suite runs end to end
+// (the cluster and start-up sections need binaries; they have their own
+// paths in `wheelhouse bench`).
 func TestSuiteRuns(t *testing.T) {
-	if err := Run(context.Background(), Options{Posts: 50, Concurrency: 4, Subscribers: []int{1, 3}, Mentions: 20, ModelCalls: 20,
-		SearchMessages: 300, SearchQueries: 20, Uploads: 3, UploadBytes: 64 << 10}, testWriter{t}); err != nil {
+	o := Options{Posts: 50, Concurrency: 4, OneMessages: 5, Room: RoomOptions{Members: 6, Messages: 3, BusyRooms: 2, BusyRate: 20},
+		Mentions: 20, IdleSockets: 20, ModelCalls: 20, SearchMessages: 300, SearchQueries: 20, Uploads: 3, UploadBytes: 64 << 10,
+		Only: []string{"posts", "fanout", "mentions", "idle", "model", "search", "uploads"}}
+	res, err := Run(context.Background(), o, testWriter{t})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(res.Posts) != 2 || len(res.Fanout) != 2 || len(res.Mentions) != 2 || res.Idle == nil || res.Model == nil || res.Search == nil || res.Uploads == nil {
+		t.Fatalf("sections missing from the results: %+v", res)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"NegativePosts", Options{Posts: -1}, "--posts must be 1 or more"},
+		{"NegativeBusyRate", Options{Room: RoomOptions{BusyRate: -2}}, "--busy-rate must be more than 0"},
+		{"UnknownSync", Options{Sync: []string{"sometimes"}}, `--sync takes interval and always, not "sometimes"`},
+		{"UnknownSection", Options{Only: []string{"posts", "speed"}}, `--only takes sections among posts,`},
+		{"HookWithoutCommand", Options{Only: []string{"hook"}}, "--only hook needs --hook CMD"},
+		{"BusyRoomsOverMembers", Options{Room: RoomOptions{Members: 3, BusyRooms: 4}}, "--busy-rooms (4) cannot exceed --members (3)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.o.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -21,27 +59,29 @@ func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return le
 
 func BenchmarkPostThroughput(b *testing.B) {
 	for b.Loop() {
-		got, err := PostThroughput(context.Background(), 2000, 32)
+		got, err := PostThroughput(context.Background(), 2000, 32, "")
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(got.PerSecond(), "posts/s")
+		b.ReportMetric(got.PerSecond, "posts/s")
+		b.ReportMetric(got.CPUMicros, "cpu-µs/post")
 	}
 }
 
 func BenchmarkRawPublishThroughput(b *testing.B) {
 	for b.Loop() {
-		got, err := RawPublishThroughput(context.Background(), 2000, 32)
+		got, err := RawPublishThroughput(context.Background(), 2000, 32, "")
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(got.PerSecond(), "publishes/s")
+		b.ReportMetric(got.PerSecond, "publishes/s")
+		b.ReportMetric(got.CPUMicros, "cpu-µs/publish")
 	}
 }
 
 func BenchmarkMentionLatency(b *testing.B) {
 	for b.Loop() {
-		d, err := MentionLatency(context.Background(), 300)
+		d, err := MentionLatency(context.Background(), 300, false)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -52,7 +92,7 @@ func BenchmarkMentionLatency(b *testing.B) {
 
 func BenchmarkSuite(b *testing.B) {
 	for b.Loop() {
-		if err := Run(context.Background(), Options{}, os.Stdout); err != nil {
+		if _, err := Run(context.Background(), Options{}, os.Stdout); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -21,14 +22,26 @@ type Bytes struct {
 }
 
 func (b Bytes) String() string {
-	return fmt.Sprintf("%.0f MB/s (%d MB)", float64(b.N)/b.Elapsed.Seconds()/1e6, b.N/1e6)
+	return fmt.Sprintf("%.0f MB/s (%d MB)", b.MBPerSecond(), b.N/1e6)
+}
+
+// MBPerSecond is the rate in megabytes a second.
+func (b Bytes) MBPerSecond() float64 { return float64(b.N) / b.Elapsed.Seconds() / 1e6 }
+
+// MarshalJSON writes the rate, for comparing runs.
+func (b Bytes) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Bytes       int64   `json:"bytes"`
+		Seconds     float64 `json:"seconds"`
+		MBPerSecond float64 `json:"mbPerSecond"`
+	}{b.N, b.Elapsed.Seconds(), b.MBPerSecond()})
 }
 
 // UploadThroughput uploads n files of size bytes one after another over
 // HTTP (raw body): the hub checks the room and quota, sniffs the type,
 // streams the bytes into the object store and records the file in the log.
 func UploadThroughput(ctx context.Context, n, size int) (Bytes, error) {
-	e, err := newEnv(ctx)
+	e, err := newEnv(ctx, envOptions{})
 	if err != nil {
 		return Bytes{}, err
 	}

@@ -18,9 +18,8 @@ import (
 // probe is a harness that records when each input reaches it. Its first
 // turn never ends, so every later mention is a steer.
 type probe struct {
-	mu   sync.Mutex
-	got  map[int]time.Time
-	turn string
+	mu  sync.Mutex
+	got map[int]time.Time
 }
 
 var markRE = regexp.MustCompile(`mark-(\d+)`)
@@ -35,6 +34,12 @@ func (p *probe) record(in bridge.Input) {
 	}
 }
 
+func (p *probe) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.got)
+}
+
 func (p *probe) Kind() string                            { return "probe" }
 func (p *probe) CanSteer() bool                          { return true }
 func (p *probe) Start(context.Context) error             { return nil }
@@ -42,9 +47,6 @@ func (p *probe) Close() error                            { return nil }
 func (p *probe) Interrupt(context.Context, string) error { return nil }
 func (p *probe) StartTurn(_ context.Context, in bridge.Input) (string, error) {
 	p.record(in)
-	p.mu.Lock()
-	p.turn = "probe-1"
-	p.mu.Unlock()
 	return "probe-1", nil
 }
 
@@ -53,10 +55,19 @@ func (p *probe) Steer(_ context.Context, turn string, in bridge.Input) error {
 	return nil
 }
 
+// The probe acts on nothing, so every turn of it is strict (bridge.Gating):
+// the bridge lets people other than the owner reach it.
+func (p *probe) StrictTurns() error     { return nil }
+func (p *probe) TurnStrict(string) bool { return true }
+func (p *probe) OwnerTurns() string     { return "" }
+
 // MentionLatency measures the time from the POST of a message mentioning
-// an agent to the bridge handing the steer to the harness, over n mentions.
-func MentionLatency(ctx context.Context, n int) (Dist, error) {
-	e, err := newEnv(ctx)
+// an agent to the bridge handing the steer to the harness, over n
+// mentions posted one after another. The owner mentions it with the rate
+// limiter lifted; or (member) people of the room who are not its owner do,
+// with the hub's default rate limit on (each sends at most its burst).
+func MentionLatency(ctx context.Context, n int, member bool) (Dist, error) {
+	e, err := newEnv(ctx, envOptions{Limiter: member})
 	if err != nil {
 		return Dist{}, err
 	}
@@ -72,8 +83,12 @@ func MentionLatency(ctx context.Context, n int) (Dist, error) {
 	}
 	p := &probe{got: map[int]time.Time{}}
 	zero := 0
+	pol := bridge.PolicyConfig{MaxSteers: &zero}
+	if member {
+		pol.Address = "members"
+	}
 	b, err := bridge.New(bridge.Config{Creds: creds, Logger: quietLogger(),
-		Agents: []bridge.AgentConfig{{Name: "probe", Harness: "probe", PolicyFile: bridge.PolicyConfig{MaxSteers: &zero},
+		Agents: []bridge.AgentConfig{{Name: "probe", Harness: "probe", PolicyFile: pol,
 			Rooms: map[string]string{"bench": "normal"}}}, // the owner consents on the bridge machine
 		Harnesses: map[string]bridge.Factory{"probe": func(bridge.Deps) (bridge.Harness, error) { return p, nil }}})
 	if err != nil {
@@ -83,38 +98,56 @@ func MentionLatency(ctx context.Context, n int) (Dist, error) {
 	done := make(chan error, 1)
 	go func() { done <- b.Run(bctx) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if a, err := rs.AgentByHandle(ctx, "bench/probe"); err == nil && a.Status != "offline" {
-			break
-		}
-		if time.Now().After(deadline) {
-			return Dist{}, fmt.Errorf("the probe agent did not come online")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := waitUntil(30*time.Second, "the probe agent to come online", func() bool {
+		a, err := rs.AgentByHandle(ctx, "bench/probe")
+		return err == nil && a.Status != "offline"
+	}); err != nil {
+		return Dist{}, err
 	}
 	if _, _, err := rs.AddAgent(ctx, e.admin, "bench", "bench/probe"); err != nil {
 		return Dist{}, err
 	}
-	client := &http.Client{}
-	sent := make([]time.Time, n)
-	for k := 0; k < n; k++ {
-		sent[k] = time.Now()
-		if err := e.post(ctx, client, fmt.Sprintf("@bench/probe mark-%d", k)); err != nil {
+	senders := []person{{name: "bench", token: e.token}}
+	if member {
+		const perSender = 10 // the default burst: nobody is limited
+		if senders, err = e.addPeople(ctx, "m", (n+perSender-1)/perSender); err != nil {
+			return Dist{}, err
+		}
+		if err := e.addMembers(ctx, "bench", senders); err != nil {
 			return Dist{}, err
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	client := &http.Client{}
+	sent := make([]time.Time, n)
+	for k := range n {
+		from := senders[k*len(senders)/n]
+		sent[k] = time.Now()
+		if _, err := e.post(ctx, client, from.token, "bench", fmt.Sprintf("@bench/probe mark-%d", k)); err != nil {
+			return Dist{}, err
+		}
+	}
+	if err := waitUntil(10*time.Second, "the harness to receive every mention", func() bool { return p.count() >= n }); err != nil {
+		return Dist{}, fmt.Errorf("%w (it has %d of %d)", err, p.count(), n)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.got) != n {
-		return Dist{}, fmt.Errorf("the harness received %d of %d mentions", len(p.got), n)
-	}
 	ds := make([]time.Duration, 0, n)
 	for k, at := range p.got {
 		ds = append(ds, at.Sub(sent[k]))
 	}
 	return dist(ds), nil
+}
+
+// waitUntil polls cond until it holds or timeout passes.
+func waitUntil(timeout time.Duration, what string, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
 }
 
 // RawRequestReply is the baseline: n NATS request/reply round trips over
@@ -142,7 +175,7 @@ func RawRequestReply(ctx context.Context, n int) (Dist, error) {
 	b.Subscribe("echo", func(m *nats.Msg) { m.Respond(m.Data) })
 	b.Flush()
 	ds := make([]time.Duration, 0, n)
-	for i := 0; i < n; i++ {
+	for range n {
 		t0 := time.Now()
 		if _, err := a.RequestWithContext(ctx, "echo", []byte(`{"text":"mark"}`)); err != nil {
 			return Dist{}, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,100 +13,127 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wheelhouse-dev/wheelhouse/hub"
 )
 
-// Throughput is acknowledged operations per second.
-type Throughput struct {
-	N       int
-	Elapsed time.Duration
+// Rate is acknowledged operations per second, with the process's CPU time
+// per operation (load generator included).
+type Rate struct {
+	N         int     `json:"n"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"perSecond"`
+	CPUMicros float64 `json:"cpuMicrosPerOp"`
+	// MeanBatch is how many events the projector applied per transaction.
+	MeanBatch float64 `json:"meanBatch,omitempty"`
 }
 
-// PerSecond is the rate.
-func (t Throughput) PerSecond() float64 { return float64(t.N) / t.Elapsed.Seconds() }
+func newRate(n int, el, cpu time.Duration) Rate {
+	return Rate{N: n, Seconds: el.Seconds(), PerSecond: float64(n) / el.Seconds(), CPUMicros: micros(cpu) / float64(n)}
+}
 
-func (t Throughput) String() string { return fmt.Sprintf("%.0f/s (n=%d)", t.PerSecond(), t.N) }
+func (r Rate) String() string {
+	s := fmt.Sprintf("%6.0f/s  %4.0f µs CPU each", r.PerSecond, r.CPUMicros)
+	if r.MeanBatch > 0 {
+		s += fmt.Sprintf("  (%.1f events per projector transaction)", r.MeanBatch)
+	}
+	return s
+}
+
+// loadLabels mark the load generator's goroutines in CPU profiles, so
+// `go tool pprof -tagignore side=load` shows the hub's share alone.
+var loadLabels = pprof.Labels("side", "load")
 
 // PostThroughput posts n messages over HTTP with c concurrent clients and
 // counts those acknowledged (201: appended to the log, projected, answered).
-func PostThroughput(ctx context.Context, n, c int) (Throughput, error) {
-	e, err := newEnv(ctx)
+func PostThroughput(ctx context.Context, n, c int, sync string) (Rate, error) {
+	e, err := newEnv(ctx, envOptions{Sync: sync})
 	if err != nil {
-		return Throughput{}, err
+		return Rate{}, err
 	}
 	defer e.close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c}}
-	var next atomic.Int64
-	var failed atomic.Int64
-	var wg sync.WaitGroup
+	b0, ev0 := e.h.Rooms().Log.Batches()
+	cpu0 := cpuTime()
 	start := time.Now()
-	for w := 0; w < c; w++ {
+	failed, err := hammer(ctx, n, c, func(ctx context.Context, i int) error {
+		_, err := e.post(ctx, client, e.token, "bench", fmt.Sprintf("message %d", i))
+		return err
+	})
+	el, cpu := time.Since(start), cpuTime()-cpu0
+	if err != nil {
+		return Rate{}, fmt.Errorf("%d of %d posts failed; the first: %w", failed, n, err)
+	}
+	r := newRate(n, el, cpu)
+	b1, ev1 := e.h.Rooms().Log.Batches()
+	r.MeanBatch = ratio(float64(ev1-ev0), float64(b1-b0))
+	return r, nil
+}
+
+// hammer runs do n times on c goroutines (labelled as load) and returns how
+// many failed and the first error.
+func hammer(ctx context.Context, n, c int, do func(ctx context.Context, i int) error) (int64, error) {
+	var next, failed atomic.Int64
+	var first atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range c {
 		wg.Add(1)
-		go func() {
+		go pprof.Do(ctx, loadLabels, func(ctx context.Context) {
 			defer wg.Done()
 			for {
 				i := next.Add(1)
 				if i > int64(n) || ctx.Err() != nil {
 					return
 				}
-				if err := e.post(ctx, client, fmt.Sprintf("message %d", i)); err != nil {
+				if err := do(ctx, int(i)); err != nil {
 					failed.Add(1)
+					first.CompareAndSwap(nil, &err)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	el := time.Since(start)
-	if f := failed.Load(); f > 0 {
-		return Throughput{}, fmt.Errorf("%d of %d posts failed", f, n)
+	if p := first.Load(); p != nil {
+		return failed.Load(), *p
 	}
-	return Throughput{N: n, Elapsed: el}, nil
+	return 0, ctx.Err()
 }
 
 // RawPublishThroughput is the baseline: n JetStream publishes (file
-// storage, acknowledged) with c concurrent publishers on an embedded server.
-func RawPublishThroughput(ctx context.Context, n, c int) (Throughput, error) {
+// storage, acknowledged, the same sync setting) with c concurrent
+// publishers on an embedded server.
+func RawPublishThroughput(ctx context.Context, n, c int, sync string) (Rate, error) {
 	dir, err := os.MkdirTemp("", "wheelhouse-bench-js-")
 	if err != nil {
-		return Throughput{}, err
+		return Rate{}, err
 	}
 	defer os.RemoveAll(dir)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true,
+		SyncAlways: sync == hub.SyncAlways})
 	if err != nil {
-		return Throughput{}, err
+		return Rate{}, err
 	}
 	go ns.Start()
 	defer ns.Shutdown()
 	if !ns.ReadyForConnections(10 * time.Second) {
-		return Throughput{}, fmt.Errorf("baseline nats-server not ready")
+		return Rate{}, fmt.Errorf("baseline nats-server not ready")
 	}
 	nc, err := nats.Connect("", nats.InProcessServer(ns))
 	if err != nil {
-		return Throughput{}, err
+		return Rate{}, err
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "B", Subjects: []string{"b.>"}, Storage: jetstream.FileStorage}); err != nil {
-		return Throughput{}, err
+		return Rate{}, err
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
+	cpu0 := cpuTime()
 	start := time.Now()
-	var firstErr atomic.Pointer[error]
-	for w := 0; w < c; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(n) {
-				if _, err := js.Publish(ctx, "b.x", []byte(`{"text":"message"}`)); err != nil {
-					firstErr.CompareAndSwap(nil, &err)
-					return
-				}
-			}
-		}()
+	if _, err := hammer(ctx, n, c, func(ctx context.Context, _ int) error {
+		_, err := js.Publish(ctx, "b.x", []byte(`{"text":"message"}`))
+		return err
+	}); err != nil {
+		return Rate{}, err
 	}
-	wg.Wait()
-	if p := firstErr.Load(); p != nil {
-		return Throughput{}, *p
-	}
-	return Throughput{N: n, Elapsed: time.Since(start)}, nil
+	return newRate(n, time.Since(start), cpuTime()-cpu0), nil
 }

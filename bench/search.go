@@ -19,10 +19,13 @@ import (
 
 // SearchResult is the search latency beside its baseline.
 type SearchResult struct {
-	Messages    int
-	Fill        Throughput // how fast the messages went in (posts, indexed)
-	Hub, Raw    Dist
-	HitsPerTerm float64 // average results per query (at most the page)
+	Messages    int     `json:"messages"`
+	Fill        Rate    `json:"fill"` // how fast the messages went in (posts, indexed)
+	Hub         Dist    `json:"hub"`
+	Raw         Dist    `json:"raw"`
+	HitsPerTerm float64 `json:"hitsPerQuery"` // average results per query (at most the page)
+	RatioP50    float64 `json:"ratioP50"`
+	RatioP99    float64 `json:"ratioP99"`
 }
 
 // words is a vocabulary of made-up words; messages draw from it with a
@@ -47,7 +50,7 @@ func words(n int) []string {
 // read back — against the baseline: the same FTS5 query (match, newest
 // first, snippet, 20 rows) run directly on the same database file.
 func SearchLatency(ctx context.Context, n, q int) (SearchResult, error) {
-	e, err := newEnv(ctx)
+	e, err := newEnv(ctx, envOptions{})
 	if err != nil {
 		return SearchResult{}, err
 	}
@@ -66,7 +69,7 @@ func SearchLatency(ctx context.Context, n, q int) (SearchResult, error) {
 	var next atomic.Int64
 	var failed atomic.Int64
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for w := 0; w < 64; w++ {
 		wg.Add(1)
 		go func() {
@@ -83,7 +86,7 @@ func SearchLatency(ctx context.Context, n, q int) (SearchResult, error) {
 		}()
 	}
 	wg.Wait()
-	fill := Throughput{N: n, Elapsed: time.Since(start)}
+	fill := newRate(n, time.Since(start), cpuTime()-cpu0)
 	if f := failed.Load(); f > 0 {
 		return SearchResult{}, fmt.Errorf("%d of %d posts failed", f, n)
 	}
@@ -145,5 +148,7 @@ func SearchLatency(ctx context.Context, n, q int) (SearchResult, error) {
 			return SearchResult{}, fmt.Errorf("search %q: %s", s, resp.Status)
 		}
 	}
-	return SearchResult{Messages: n, Fill: fill, Hub: dist(hub), Raw: dist(raw), HitsPerTerm: float64(hits) / float64(q)}, nil
+	r := SearchResult{Messages: n, Fill: fill, Hub: dist(hub), Raw: dist(raw), HitsPerTerm: float64(hits) / float64(q)}
+	r.RatioP50, r.RatioP99 = durRatio(r.Hub.P50, r.Raw.P50), durRatio(r.Hub.P99, r.Raw.P99)
+	return r, nil
 }

@@ -1,10 +1,16 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"runtime"
 	"sort"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -13,6 +19,18 @@ type Dist struct {
 	N             int
 	P50, P99, Max time.Duration
 }
+
+// MarshalJSON writes microseconds, for comparing runs.
+func (d Dist) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		N   int     `json:"n"`
+		P50 float64 `json:"p50Micros"`
+		P99 float64 `json:"p99Micros"`
+		Max float64 `json:"maxMicros"`
+	}{d.N, micros(d.P50), micros(d.P99), micros(d.Max)})
+}
+
+func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
 func dist(ds []time.Duration) Dist {
 	if len(ds) == 0 {
@@ -39,11 +57,44 @@ func round(d time.Duration) time.Duration {
 	}
 }
 
-func ratio(a, b time.Duration) string {
+// ratio is a/b, 0 when b is.
+func ratio(a, b float64) float64 {
 	if b == 0 {
-		return "n/a"
+		return 0
 	}
-	return fmt.Sprintf("%.2f×", float64(a)/float64(b))
+	return a / b
+}
+
+func durRatio(a, b time.Duration) float64 { return ratio(float64(a), float64(b)) }
+
+// cpuTime is the process's CPU time, user and system: on a shared machine
+// it moves much less than the wall clock.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAvg is the machine's 1-minute load average (0 where unknown).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return f
+}
+
+// settle lets the previous run finish leaving (its sockets closing, its
+// goroutines ending) and collects its garbage, so the next run does not
+// pay for it: back to back, a run's tail latency grew with each one.
+func settle(goroutines int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > goroutines+20 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.GC()
+	time.Sleep(500 * time.Millisecond) // the kernel's side of the closed sockets
 }
 
 // drain reads and closes a response so its connection is reused (an

@@ -23,7 +23,29 @@ const (
 	// DedupWindow is how long the stream remembers event ids: an append
 	// retried with the same id within it is stored once.
 	DedupWindow = 10 * time.Minute
+	// PlainSuffix ends the subject of a plain event (Plain).
+	PlainSuffix = ".plain"
 )
+
+// An event is published on SubjectPrefix + its type; a plain one on that
+// + PlainSuffix.
+func subject(ev chat.Event, opts []AppendOption) string {
+	s := SubjectPrefix + ev.Type
+	for _, o := range opts {
+		if o == Plain {
+			s += PlainSuffix
+		}
+	}
+	return s
+}
+
+// AppendOption changes how an event is appended.
+type AppendOption int
+
+// Plain marks an event that no consumer but the projections needs (a
+// message that mentions no agent): consumers that filter on its type's
+// subject, as the hub's router does, never receive it.
+const Plain AppendOption = 1
 
 // Entry is one event of the stream, as the projector receives it.
 type Entry struct {
@@ -94,7 +116,10 @@ type Log struct {
 	notify  chan struct{} // closed and replaced on every applied batch
 
 	applied  atomic.Uint64
-	startSeq uint64 // stream's last seq when we started: ready once applied
+	acked    atomic.Uint64 // the highest sequence an append of this node was acknowledged with
+	batches  atomic.Uint64 // transactions the projector committed
+	events   atomic.Uint64 // events in them
+	startSeq uint64        // stream's last seq when we started: ready once applied
 	failed   atomic.Pointer[Failure]
 	health   atomic.Pointer[Failure] // the stream itself: full, no quorum
 	stream   jetstream.Stream
@@ -262,8 +287,19 @@ func (l *Log) Ready() error {
 	return nil
 }
 
+// Batches reports how many transactions the projector committed and how
+// many events they held: every event waiting when one starts joins it.
+func (l *Log) Batches() (batches, events uint64) { return l.batches.Load(), l.events.Load() }
+
 // Applied is the last projected sequence.
 func (l *Log) Applied() uint64 { return l.applied.Load() }
+
+// Changed returns a channel closed when the next batch is applied.
+func (l *Log) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.notify
+}
 
 // WaitApplied blocks until seq is projected or ctx ends.
 func (l *Log) WaitApplied(ctx context.Context, seq uint64) error {
@@ -343,7 +379,7 @@ func healthErr(f *Failure) error {
 // projection to apply it, and returns its sequence and the apply outcome.
 // Appending an event whose id the stream saw within DedupWindow returns the
 // first append's sequence and outcome.
-func (l *Log) Append(ctx context.Context, ev chat.Event) (uint64, error) {
+func (l *Log) Append(ctx context.Context, ev chat.Event, opts ...AppendOption) (uint64, error) {
 	if err := l.writeErr(); err != nil {
 		return 0, err
 	}
@@ -362,11 +398,12 @@ func (l *Log) Append(ctx context.Context, ev chat.Event) (uint64, error) {
 		}
 		l.mu.Unlock()
 	}()
-	ack, err := l.publish(ctx, ev, data)
+	ack, err := l.publish(ctx, subject(ev, opts), ev, data)
 	if err != nil {
 		return 0, l.publishErr(err)
 	}
 	l.appended()
+	l.noteAcked(ack.Sequence)
 	if ack.Duplicate {
 		// Appended before under the same id: answer as the first time.
 		if err := l.WaitApplied(ctx, ack.Sequence); err != nil {
@@ -385,6 +422,16 @@ func (l *Log) Append(ctx context.Context, ev chat.Event) (uint64, error) {
 	}
 }
 
+// noteAcked raises acked to seq.
+func (l *Log) noteAcked(seq uint64) {
+	for {
+		cur := l.acked.Load()
+		if seq <= cur || l.acked.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
+}
+
 // Record publishes ev and waits only for the stream's ack: the change is
 // durable and ordered before anything appended after it, but the caller
 // does not wait for the projection (nor learn whether apply refused it).
@@ -396,11 +443,12 @@ func (l *Log) Record(ctx context.Context, ev chat.Event) (uint64, error) {
 	if err != nil {
 		return 0, wh.Wrap(err, "encode event")
 	}
-	ack, err := l.publish(ctx, ev, data)
+	ack, err := l.publish(ctx, SubjectPrefix+ev.Type, ev, data)
 	if err != nil {
 		return 0, l.publishErr(err)
 	}
 	l.appended()
+	l.noteAcked(ack.Sequence)
 	return ack.Sequence, nil
 }
 
@@ -411,9 +459,9 @@ const errDuplicateInProcess jetstream.ErrorCode = 10158
 // publish publishes ev. When another node is storing the same event id at
 // that moment, it asks again shortly: the answer is then the duplicate's
 // ack, as for any retry.
-func (l *Log) publish(ctx context.Context, ev chat.Event, data []byte) (*jetstream.PubAck, error) {
+func (l *Log) publish(ctx context.Context, subject string, ev chat.Event, data []byte) (*jetstream.PubAck, error) {
 	for wait := 20 * time.Millisecond; ; wait *= 2 {
-		ack, err := l.js.Publish(ctx, SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+		ack, err := l.js.Publish(ctx, subject, data, jetstream.WithMsgID(ev.ID))
 		var apiErr *jetstream.APIError
 		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != errDuplicateInProcess || wait > time.Second {
 			return ack, err
@@ -542,9 +590,21 @@ func (l *Log) storeFull(ctx context.Context) (full, known bool, detail error) {
 	return false, false, nil
 }
 
+// Group commit: the projector applies every event waiting for it in one
+// transaction (a commit costs more than several events). It also waits a
+// moment for events this node's appends know are in the stream (acked)
+// but that have not reached it yet: under load that keeps batches large;
+// alone, an append's event is usually there first and nothing waits.
+const (
+	maxBatch    = 512
+	batchLinger = 300 * time.Microsecond
+)
+
 func (l *Log) project() {
 	defer close(l.done)
-	batch := make([]Entry, 0, 512)
+	batch := make([]Entry, 0, maxBatch)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for {
 		var m jetstream.Msg
 		select {
@@ -553,14 +613,34 @@ func (l *Log) project() {
 			return
 		}
 		batch = append(batch[:0], entry(m))
-	drain:
-		for len(batch) < cap(batch) {
+		lingering := false
+	fill:
+		for len(batch) < maxBatch {
 			select {
 			case m2 := <-l.in:
 				batch = append(batch, entry(m2))
+				continue
 			default:
-				break drain
 			}
+			if l.acked.Load() <= batch[len(batch)-1].Seq {
+				break // nothing this node appended is on its way
+			}
+			if !lingering {
+				lingering = true
+				linger.Reset(batchLinger)
+			}
+			select {
+			case m2 := <-l.in:
+				batch = append(batch, entry(m2))
+			case <-linger.C:
+				lingering = false
+				break fill
+			case <-l.stop:
+				return
+			}
+		}
+		if lingering && !linger.Stop() {
+			<-linger.C
 		}
 		if !l.applyRetrying(batch) {
 			return
@@ -598,6 +678,8 @@ func (l *Log) applyRetrying(batch []Entry) bool {
 			if l.failed.Swap(nil) != nil {
 				l.log.Info("projection resumed", "seq", keep[len(keep)-1].Seq)
 			}
+			l.batches.Add(1)
+			l.events.Add(uint64(len(keep)))
 			l.deliver(keep[len(keep)-1].Seq, outs, feed)
 			return true
 		}

@@ -116,6 +116,8 @@ func TestConfigValidate(t *testing.T) {
 		{Config{DataDir: "d", NATSURL: "nats://n:4222", NATSSecrets: "s.json"}, "--nats-websocket is required"},
 		{Config{DataDir: "d", NATSURL: "nats://n:4222", NATSSecrets: "s.json", NATSWebsocket: []string{"nats://n:4222"}}, "want ws://host:port"},
 		{Config{DataDir: "d", PublicURL: "http://[::]:80"}, "not a wildcard"},
+		{Config{DataDir: "d", Sync: "sometimes"}, `--sync "sometimes": want always`},
+		{Config{DataDir: "d", Sync: SyncAlways, NATSURL: "nats://n:4222", NATSSecrets: "s.json", NATSWebsocket: []string{"ws://n:8080"}}, "sync_interval: always"},
 	} {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)

@@ -21,6 +21,7 @@ import (
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
+	"github.com/wheelhouse-dev/wheelhouse/internal/netcork"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 	"github.com/wheelhouse-dev/wheelhouse/web"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
@@ -31,6 +32,18 @@ const (
 	DefaultHTTPAddr    = "127.0.0.1:8080"
 	DefaultNATSAddr    = "127.0.0.1:4222"
 	DefaultBridgeSweep = 30 * time.Second
+)
+
+// When the embedded JetStream store writes what it acknowledged to disk
+// (Config.Sync).
+const (
+	// SyncInterval: the store writes through the operating system's page
+	// cache and syncs every two minutes (nats-server's default). A crash of
+	// the hub loses nothing; a power loss or kernel crash on this machine
+	// can lose what was acknowledged since the last sync.
+	SyncInterval = "interval"
+	// SyncAlways: the store syncs before it acknowledges each append.
+	SyncAlways = "always"
 )
 
 // Config configures one hub node.
@@ -63,6 +76,11 @@ type Config struct {
 	// refused with 507 storage_full and /readyz says event-log-full.
 	// Ignored with NATSURL.
 	NATSMaxStore int64
+	// Sync is when the embedded server's store syncs to disk: SyncInterval
+	// (default) or SyncAlways. A NATS cluster is configured in its own
+	// files (sync_interval); three replicas cover a single machine's power
+	// loss.
+	Sync string
 	// PublicURL is how people and bridges reach this hub
 	// (https://chat.example.com): every URL the hub prints and the pairing
 	// command use it. Default: the listen address (this machine's name for
@@ -76,8 +94,11 @@ type Config struct {
 	// MetricsAddr serves /metrics on its own listener (host:port); "" is
 	// off. The public listener never serves metrics.
 	MetricsAddr string
-	// WSQueue bounds each WebSocket client's outgoing queue (default 512).
-	WSQueue int
+	// WSQueueBytes and WSQueue bound each WebSocket client's outgoing
+	// queue in bytes (default 1 MiB) and items (default 8192); a client
+	// that falls further behind is closed with 1008 and resumes.
+	WSQueueBytes int
+	WSQueue      int
 	// SteerBurst and SteerRefill rate-limit mentions per sender and agent
 	// (defaults DefaultSteerBurst, DefaultSteerRefill).
 	SteerBurst  int
@@ -132,6 +153,16 @@ func (c *Config) Validate() error {
 	}
 	if c.NATSMaxStore < 0 {
 		return wh.Errorf(wh.EInvalid, "--nats-max-store must not be negative")
+	}
+	switch c.Sync {
+	case "":
+		c.Sync = SyncInterval
+	case SyncInterval, SyncAlways:
+	default:
+		return wh.Errorf(wh.EInvalid, "--sync %q: want %s (sync before every acknowledgement) or %s (the default: sync every two minutes)", c.Sync, SyncAlways, SyncInterval)
+	}
+	if c.NATSURL != "" && c.Sync == SyncAlways {
+		return wh.Errorf(wh.EInvalid, "--sync applies to the embedded NATS server; with --nats-url, set sync_interval: always in the NATS servers' configuration (three replicas already survive one machine's power loss)")
 	}
 	if c.SteerBurst <= 0 {
 		c.SteerBurst = DefaultSteerBurst
@@ -226,6 +257,10 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	}
 	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_projection_applied_seq", Help: "Last event applied to this node's read model."},
 		func() float64 { return float64(h.rooms.Log.Applied()) }))
+	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_batches_total", Help: "Transactions the projector committed (every waiting event joins one)."},
+		func() float64 { b, _ := h.rooms.Log.Batches(); return float64(b) }))
+	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_events_total", Help: "Events the projector applied."},
+		func() float64 { _, e := h.rooms.Log.Batches(); return float64(e) }))
 
 	proxies, _ := ParseTrustedProxies(h.cfg.TrustedProxies)
 	h.web = web.New(web.Config{
@@ -237,6 +272,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		Ready:          h.ready,
 		OriginPatterns: h.cfg.OriginPatterns,
 		QueueSize:      h.cfg.WSQueue,
+		QueueBytes:     h.cfg.WSQueueBytes,
 		Registry:       h.reg,
 		SecureCookies:  httpsPublicURL(h.cfg.PublicURL),
 		TrustedProxies: proxies,
@@ -302,7 +338,11 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	mux := http.NewServeMux()
 	mux.Handle(wire.NATSPath, h.natsProxy)
 	mux.Handle("/", h.web.Handler())
-	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: h.tls, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)}
+	// Connections are corkable: a WebSocket writer sends a lagging
+	// client's queued frames in one write.
+	h.ln = netcork.Listener{Listener: h.ln}
+	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: h.tls, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		ConnContext: netcork.ConnContext}
 	go func() {
 		var err error
 		if h.tls != nil {

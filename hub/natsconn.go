@@ -26,7 +26,7 @@ func (h *Hub) connectNATS() error {
 		err     error
 	)
 	if h.cfg.NATSURL == "" {
-		h.ns, err = startNATS(h.cfg.NATSAddr, filepath.Join(h.cfg.DataDir, "jetstream"), h.cfg.NATSMaxStore, h.log)
+		h.ns, err = startNATS(h.cfg.NATSAddr, filepath.Join(h.cfg.DataDir, "jetstream"), h.cfg.NATSMaxStore, h.cfg.Sync == SyncAlways, h.log)
 		if err != nil {
 			return err
 		}

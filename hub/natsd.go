@@ -47,12 +47,13 @@ type embeddedNATS struct {
 	clientListener string // host:port of the plain NATS listener
 }
 
-// startNATS starts the embedded server: JetStream, the hub as its auth
+// startNATS starts the embedded server: JetStream (syncing to disk before
+// every acknowledgement with syncAlways, else every two minutes), the hub as its auth
 // callout (the same mechanism as on a cluster), a plain listener on listen
 // ("" or port 0 picks a free loopback port) and a websocket listener on a
 // free loopback port for the hub's /nats endpoint. maxStore caps the
 // JetStream file store in bytes (0: the server's default).
-func startNATS(listen, storeDir string, maxStore int64, log *slog.Logger) (*embeddedNATS, error) {
+func startNATS(listen, storeDir string, maxStore int64, syncAlways bool, log *slog.Logger) (*embeddedNATS, error) {
 	host, port := "127.0.0.1", -1
 	if listen != "" {
 		h, p, err := net.SplitHostPort(listen)
@@ -84,6 +85,7 @@ func startNATS(listen, storeDir string, maxStore int64, log *slog.Logger) (*embe
 		NoSigs:                 true,
 		MaxPayload:             1 << 20,
 		DisableJetStreamBanner: true,
+		SyncAlways:             syncAlways,
 		// Bridges sign the server's nonce with their key.
 		AlwaysEnableNonce: true,
 		Accounts:          []*server.Account{authAcc, sysAcc},

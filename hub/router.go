@@ -90,6 +90,10 @@ func (l *Link) startRouter(ctx context.Context) error {
 		return wh.Wrap(err, "open the router consumer")
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if !routes(m.Data()) {
+			m.Ack() // a message without an agent mention: nothing to deliver
+			return
+		}
 		if !l.enter() {
 			return // not acked: another node (or this one, restarted) takes it
 		}
@@ -103,6 +107,38 @@ func (l *Link) startRouter(ctx context.Context) error {
 	}
 	l.router = cc
 	return nil
+}
+
+// routes reports whether an event may need the router: a revocation, or a
+// person's message that mentions an agent. Most messages mention none, and
+// are acknowledged without a goroutine or a read.
+func routes(data []byte) bool {
+	var ev struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(data, &ev) != nil || ev.Type != chat.EvMessagePosted {
+		return true // route decides (and terminates what it cannot read)
+	}
+	var d struct {
+		AuthorKind string `json:"authorKind"`
+		Route      bool   `json:"route"`
+		Mentions   []struct {
+			Kind string `json:"kind"`
+		} `json:"mentions"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil {
+		return true
+	}
+	if !d.Route || d.AuthorKind != chat.AuthorUser {
+		return false
+	}
+	for _, mn := range d.Mentions {
+		if mn.Kind == chat.MentionAgent {
+			return true
+		}
+	}
+	return false
 }
 
 // route handles one routed event and acknowledges it when it is done.
@@ -142,20 +178,37 @@ func (l *Link) route(m jetstream.Msg) {
 		case <-ctx.Done():
 		}
 	}()
-	// The projection decided who may be reached; wait for this node's.
-	if err := l.rooms.Log.WaitApplied(ctx, seq); err != nil {
-		m.NakWithDelay(time.Second)
-		return
-	}
 	switch ev.Type {
 	case chat.EvMessagePosted:
-		l.routeMessage(ctx, int64(seq))
+		// The projection decides who may be reached; this node's decision
+		// is enough, its commit need not be waited for.
+		steers, err := l.rooms.DecidedSteers(ctx, int64(seq), func() bool { return l.rooms.Log.Applied() >= seq }, l.rooms.Log.Changed)
+		if err != nil {
+			m.NakWithDelay(time.Second)
+			return
+		}
+		l.routeSteers(steers)
+		// Mentions the owner reads first (moderated): the owner hears of
+		// them once the projection has committed them.
+		if err := l.rooms.Log.WaitApplied(ctx, seq); err != nil {
+			m.NakWithDelay(time.Second)
+			return
+		}
+		l.noteHeld(ctx, int64(seq))
 	case chat.EvSteerForwarded:
+		if err := l.rooms.Log.WaitApplied(ctx, seq); err != nil {
+			m.NakWithDelay(time.Second)
+			return
+		}
 		var d chat.SteerForwarded
 		if json.Unmarshal(ev.Data, &d) == nil && !d.Decline {
 			l.routeForwarded(ctx, d.ID)
 		}
 	case chat.EvBridgeRevoked:
+		if err := l.rooms.Log.WaitApplied(ctx, seq); err != nil {
+			m.NakWithDelay(time.Second)
+			return
+		}
 		var d chat.BridgeRevoked
 		if json.Unmarshal(ev.Data, &d) == nil {
 			l.disconnectBridge(ctx, d.ID)
@@ -164,25 +217,26 @@ func (l *Link) route(m jetstream.Msg) {
 	m.Ack()
 }
 
-// routeMessage delivers a message's pending steers, each through its
-// agent's queue (steers to one agent keep their order).
-func (l *Link) routeMessage(ctx context.Context, msgID int64) {
-	// Mentions the owner reads first: the owner hears of them.
-	if held, err := l.rooms.HeldSteersOf(ctx, msgID); err == nil {
-		for _, q := range held {
-			where := "#" + q.Room
-			if chat.IsDM(q.Room) {
-				where = "a DM"
-			}
-			l.noteOwnerIn(ctx, q.Owner, q.Agent, "", fmt.Sprintf("@%s asks @%s in %s: %s — forward it to the agent or decline it (Inbox)",
-				q.Sender, q.Agent, where, oneLine(q.Text, 500)), "", "request")
-		}
-	}
-	steers, err := l.rooms.PendingSteersOf(ctx, msgID)
+// noteHeld tells owners of the moderated mentions a message holds for them.
+func (l *Link) noteHeld(ctx context.Context, msgID int64) {
+	held, err := l.rooms.HeldSteersOf(ctx, msgID)
 	if err != nil {
-		l.log.Warn("reading a message's steers failed", "message", msgID, "err", err)
+		l.log.Warn("reading a message's held mentions failed", "message", msgID, "err", err)
 		return
 	}
+	for _, q := range held {
+		where := "#" + q.Room
+		if chat.IsDM(q.Room) {
+			where = "a DM"
+		}
+		l.noteOwnerIn(ctx, q.Owner, q.Agent, "", fmt.Sprintf("@%s asks @%s in %s: %s — forward it to the agent or decline it (Inbox)",
+			q.Sender, q.Agent, where, oneLine(q.Text, 500)), "", "request")
+	}
+}
+
+// routeSteers delivers a message's pending steers, each through its
+// agent's queue (steers to one agent keep their order).
+func (l *Link) routeSteers(steers []store.Outbound) {
 	var wg sync.WaitGroup
 	for _, o := range steers {
 		wg.Add(1)
@@ -275,7 +329,7 @@ func (l *Link) send(handle string, s *agentSender) {
 // the bridge's answer — or, when none came by the deadline, that it was
 // not delivered (the bridge never acts on it after the deadline).
 func (l *Link) deliverSteer(o store.Outbound) {
-	a, err := l.rooms.AgentByHandle(context.Background(), o.Agent)
+	a, head, err := l.steerTarget(o)
 	wait := l.h.cfg.SteerTimeout + bridgeCallTimeout + 2*time.Second
 	if err == nil {
 		wait = l.h.cfg.SteerTimeout + l.callTimeout(a.Bridge) + 2*time.Second
@@ -285,6 +339,14 @@ func (l *Link) deliverSteer(o store.Outbound) {
 	if err != nil {
 		l.finish(ctx, o, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonUnknownAgent, Detail: "there is no agent @" + o.Agent})
 		return
+	}
+	if head != nil && !l.online(a.Bridge) {
+		// The agent may have moved to another bridge since: look again.
+		if a, err = l.rooms.AgentByHandle(ctx, o.Agent); err != nil {
+			l.finish(ctx, o, wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonUnknownAgent, Detail: "there is no agent @" + o.Agent})
+			return
+		}
+		head = nil
 	}
 	if a.Bridge != "" && !l.online(a.Bridge) {
 		l.awaitPresence(ctx, a.Bridge)
@@ -302,8 +364,11 @@ func (l *Link) deliverSteer(o store.Outbound) {
 	now := l.rooms.Now()
 	st := wire.Steer{ID: o.SteerID, Agent: a.Name, Owner: a.Owner, Room: o.Room, RoomKind: roomKind(o.Room), MessageID: o.MessageID,
 		Sender: o.Sender, SenderIsOwner: o.Sender == a.Owner, SentAt: o.SentAt, Text: o.Text, Stop: o.Stop, ExpectedTurn: o.ExpectedTurn,
-		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: l.timelineHead(ctx, a.ID),
+		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: head,
 		Thread: o.Thread, NewTurn: o.NewTurn, Follows: o.Follows, Files: l.steerFiles(ctx, o.Files), ForwardedBy: o.ForwardedBy, Forward: o.Forward}
+	if head == nil {
+		st.TimelineHead = l.timelineHead(ctx, a.ID)
+	}
 	for _, p := range o.Parts {
 		st.Parts = append(st.Parts, wire.Part{Kind: p.Kind, Start: p.Start, End: p.End})
 	}
@@ -326,6 +391,17 @@ func (l *Link) deliverSteer(o store.Outbound) {
 	l.finish(ctx, o, rc)
 }
 
+// steerTarget is the agent a steer goes to: as the projection saw it when
+// it recorded the steer (with its timeline's head then), or read now.
+func (l *Link) steerTarget(o store.Outbound) (*chat.Agent, *wire.ChainHead, error) {
+	if t := o.Target; t != nil {
+		return &chat.Agent{ID: t.AgentID, Name: t.Name, Owner: t.Owner, Bridge: t.Bridge},
+			&wire.ChainHead{Seq: t.HeadSeq, Idx: t.HeadIdx, Hash: t.HeadHash}, nil
+	}
+	a, err := l.rooms.AgentByHandle(context.Background(), o.Agent)
+	return a, nil, err
+}
+
 // awaitPresence gives a bridge one heartbeat's chance to be heard from
 // when this node has just started (it knows no one's presence yet).
 func (l *Link) awaitPresence(ctx context.Context, bridgeID string) {
@@ -345,7 +421,9 @@ func (l *Link) awaitPresence(ctx context.Context, bridgeID string) {
 func (l *Link) finish(ctx context.Context, o store.Outbound, rc wire.Receipt) {
 	rc.SteerID = o.SteerID
 	l.m.mentions.WithLabelValues(rc.Status).Inc()
-	if err := l.rooms.UpdateSteer(ctx, rc); err != nil && wh.ErrorCode(err) != wh.EConflict {
+	// The receipt need not be applied here before the agent's next steer
+	// goes out: the stream's ack makes it durable and keeps its order.
+	if err := l.rooms.RecordReceipt(ctx, rc); err != nil {
 		l.log.Warn("recording a receipt failed", "steer", o.SteerID, "err", err)
 	}
 }
@@ -366,6 +444,7 @@ func (l *Link) AwaitReceipts(ctx context.Context, m *chat.Message) []chat.Receip
 	ctx, cancel := context.WithTimeout(ctx, deliverWait)
 	defer cancel()
 	for {
+		applied := l.rooms.Log.Applied() // before the read: a receipt applied after it wakes the wait below
 		rs, err := l.rooms.ReceiptsFor(read, []int64{m.ID})
 		if err != nil {
 			return []chat.Receipt{}
@@ -377,7 +456,7 @@ func (l *Link) AwaitReceipts(ctx context.Context, m *chat.Message) []chat.Receip
 		if !waiting || ctx.Err() != nil {
 			return rs
 		}
-		if l.rooms.Log.WaitApplied(ctx, l.rooms.Log.Applied()+1) != nil {
+		if l.rooms.Log.WaitApplied(ctx, applied+1) != nil {
 			return rs
 		}
 	}

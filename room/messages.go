@@ -9,6 +9,7 @@ import (
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/store"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
@@ -77,7 +78,11 @@ func (s *Service) PostWith(ctx context.Context, actor *chat.User, roomName strin
 	if err != nil {
 		return nil, err
 	}
-	seq, err := s.Log.Append(ctx, ev)
+	var opts []eventlog.AppendOption
+	if !mentionsAgent(d.Mentions) {
+		opts = append(opts, eventlog.Plain) // the router need not see it
+	}
+	seq, err := s.Log.Append(ctx, ev, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +167,12 @@ func (s *Service) PostAgentOutput(ctx context.Context, o AgentOutput) (*chat.Mes
 			text = text[:len(text)-1]
 		}
 	}
-	seq, err := s.append(ctx, chat.EvMessagePosted, chat.MessagePosted{Room: o.Room, AuthorKind: o.AuthorKind, Author: o.Author, Text: text,
+	ev, err := s.newEvent(ctx, chat.EvMessagePosted, chat.MessagePosted{Room: o.Room, AuthorKind: o.AuthorKind, Author: o.Author, Text: text,
 		TurnID: o.TurnID, Kind: o.Kind, Thread: o.Thread, Item: o.Item, Partial: o.Partial})
+	if err != nil {
+		return nil, err
+	}
+	seq, err := s.Log.Append(ctx, ev, eventlog.Plain) // an agent's or the hub's words are never routed
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +189,15 @@ func (s *Service) History(ctx context.Context, actor *chat.User, roomName string
 		return nil, err
 	}
 	return s.Store.History(ctx, roomID, p)
+}
+
+func mentionsAgent(ms []chat.Mention) bool {
+	for _, m := range ms {
+		if m.Kind == chat.MentionAgent {
+			return true
+		}
+	}
+	return false
 }
 
 // Thread returns a thread's root and a page of its replies; members only.

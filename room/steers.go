@@ -25,6 +25,23 @@ func (s *Service) UpdateSteerOnce(ctx context.Context, key string, rc wire.Recei
 	return s.appendOnce(ctx, key, chat.EvSteerReceipt, chat.SteerRecorded{ID: rc.SteerID, Status: rc.Status, Reason: rc.Reason, Detail: rc.Detail, TurnID: rc.TurnID, ExpiresAt: exp})
 }
 
+// RecordReceipt is UpdateSteer without waiting for this node's projection:
+// once the stream has the receipt it is durable and ordered before
+// anything appended after it. A receipt the projection refuses (the steer
+// had already ended) is dropped there without an answer.
+func (s *Service) RecordReceipt(ctx context.Context, rc wire.Receipt) error {
+	var exp *time.Time
+	if !rc.Expires.IsZero() {
+		exp = &rc.Expires
+	}
+	ev, err := s.newEvent(ctx, chat.EvSteerReceipt, chat.SteerRecorded{ID: rc.SteerID, Status: rc.Status, Reason: rc.Reason, Detail: rc.Detail, TurnID: rc.TurnID, ExpiresAt: exp})
+	if err != nil {
+		return err
+	}
+	_, err = s.Log.Record(ctx, ev)
+	return err
+}
+
 // RecordTurn stores a turn start or end (by: who stopped it; reason: why it
 // failed), or a tool event of the turn (its command and outcome).
 func (s *Service) RecordTurn(ctx context.Context, handle string, te wire.TurnEvent, by, reason string) error {

@@ -88,7 +88,7 @@ func agentByHandleTx(ctx context.Context, tx *sql.Tx, handle string) (*chat.Agen
 	if !ok {
 		return nil, wh.Errorf(wh.EInvalid, "bad agent handle %q", handle)
 	}
-	a, err := scanAgent(tx.QueryRowContext(ctx, `SELECT `+agentCols+` FROM agents a JOIN users u ON u.id = a.owner_id WHERE u.name = ? AND a.name = ?`, owner, name))
+	a, err := scanAgent(queryRowTx(ctx, tx, `SELECT `+agentCols+` FROM agents a JOIN users u ON u.id = a.owner_id WHERE u.name = ? AND a.name = ?`, owner, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &wh.Error{Code: wh.ENotFound, Message: "no agent @" + handle, Reason: wire.ReasonUnknownAgent}
 	}

@@ -47,7 +47,7 @@ func decode(ev chat.Event, v any) error {
 
 func userIDTx(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
 	var id int64
-	err := tx.QueryRowContext(ctx, `SELECT id FROM users WHERE name = ?`, name).Scan(&id)
+	err := queryRowTx(ctx, tx, `SELECT id FROM users WHERE name = ?`, name).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, wh.Errorf(wh.ENotFound, "no user named @%s", name)
 	}
@@ -56,20 +56,26 @@ func userIDTx(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
 
 func roomIDTx(ctx context.Context, tx *sql.Tx, name string) (int64, error) {
 	var id int64
-	err := tx.QueryRowContext(ctx, `SELECT id FROM rooms WHERE name = ?`, name).Scan(&id)
+	err := queryRowTx(ctx, tx, `SELECT id FROM rooms WHERE name = ?`, name).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, wh.Errorf(wh.ENotFound, "no room named %q", name)
 	}
 	return id, err
 }
 
+// roomMembersTx lists a room's members (the slice is shared: do not
+// change its elements; appending copies it).
 func roomMembersTx(ctx context.Context, tx *sql.Tx, roomID int64) ([]int64, error) {
-	return queryIDsTx(ctx, tx, `SELECT user_id FROM members WHERE room_id = ?`, roomID)
+	m, err := membersTx(ctx, tx, roomID)
+	if err != nil {
+		return nil, err
+	}
+	return m.ids, nil
 }
 
 // queryIDsTx runs q and collects its single integer column.
 func queryIDsTx(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
+	rows, err := queryTx(ctx, tx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +123,7 @@ func feedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID, userID int64, r
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO feed (seq, idx, room_id, user_id, body) VALUES (?, ?, ?, ?, ?)`, seq, idx, roomID, userID, b); err != nil {
+	if _, err := execTx(ctx, tx, `INSERT INTO feed (seq, idx, room_id, user_id, body) VALUES (?, ?, ?, ?, ?)`, seq, idx, roomID, userID, b); err != nil {
 		return nil, err
 	}
 	kind, _ := body["type"].(string)
@@ -130,7 +136,7 @@ func applyUserCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 		return nil, err
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE name = ?`, d.Name).Scan(&n); err != nil {
+	if err := queryRowTx(ctx, tx, `SELECT COUNT(*) FROM users WHERE name = ?`, d.Name).Scan(&n); err != nil {
 		return nil, err
 	}
 	if n > 0 {
@@ -139,7 +145,7 @@ func applyUserCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 	if d.Setup {
 		// Setup creates the first admin exactly once, on every node alike.
 		var users int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&users); err != nil {
+		if err := queryRowTx(ctx, tx, `SELECT COUNT(*) FROM users`).Scan(&users); err != nil {
 			return nil, err
 		}
 		if users > 0 {
@@ -214,7 +220,7 @@ func applyRoomCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO rooms (id, name, kind, private, topic, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := execTx(ctx, tx, `INSERT INTO rooms (id, name, kind, private, topic, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		seq, d.Name, d.Kind, d.Private, d.Topic, creator, ts(ev.At)); err != nil {
 		return nil, err
 	}
@@ -232,7 +238,7 @@ func applyRoomCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 		if m == d.Creator && d.Kind == chat.KindRoom {
 			role = chat.RoleAdmin
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?)`, seq, uid, role, seq); err != nil {
+		if _, err := execTx(ctx, tx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?)`, seq, uid, role, seq); err != nil {
 			return nil, err
 		}
 		ids = append(ids, uid)
@@ -260,7 +266,7 @@ func applyMemberAdded(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 	if role == "" {
 		role = chat.RoleMember
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, rid, uid, role, seq)
+	res, err := execTx(ctx, tx, `INSERT INTO members (room_id, user_id, role, joined_seq) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, rid, uid, role, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +300,7 @@ func applyMemberRemoved(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Eve
 	if err != nil {
 		return nil, err
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM members WHERE room_id = ? AND user_id = ?`, rid, uid)
+	res, err := execTx(ctx, tx, `DELETE FROM members WHERE room_id = ? AND user_id = ?`, rid, uid)
 	if err != nil {
 		return nil, err
 	}
@@ -320,37 +326,16 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 	}
 	// The hottest path: prepared statements, one query for the room and one
 	// for its members (which also answers the author's membership).
-	var rid int64
-	err := s.db.txStmt(ctx, tx, sqlRoomID).QueryRowContext(ctx, d.Room).Scan(&rid)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, wh.Errorf(wh.ENotFound, "no room named %q", d.Room)
-	}
+	rid, err := roomIDCachedTx(ctx, tx, d.Room)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.txStmt(ctx, tx, sqlRoomMembers).QueryContext(ctx, rid)
+	members, err := membersTx(ctx, tx, rid)
 	if err != nil {
 		return nil, err
 	}
-	var ids []int64
-	var authorID int64
-	member := false
-	for rows.Next() {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ids = append(ids, id)
-		if name == d.Author {
-			member, authorID = true, id
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
+	ids := members.ids
+	authorID, member := members.names[d.Author]
 	if d.AuthorKind == chat.AuthorUser && !member {
 		return nil, wh.Errorf(wh.EForbidden, "you are not a member of %s", d.Room)
 	}
@@ -417,7 +402,7 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 		feed = append(feed, items...)
 	}
 	if d.Route && d.AuthorKind == chat.AuthorUser {
-		items, err := steersForMessageTx(ctx, tx, seq, rid, d, ev.At)
+		items, err := steersForMessageTx(ctx, tx, seq, rid, d, files, ev.At)
 		if err != nil {
 			return nil, err
 		}

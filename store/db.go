@@ -30,7 +30,10 @@ type DB struct {
 
 	mu     sync.Mutex
 	stmts  map[string]*sql.Stmt // prepared hot-path reads
-	wstmts map[string]*sql.Stmt // prepared hot-path writes (the projector's)
+	wstmts map[string]*sql.Stmt // the projector's prepared statements
+	wanted map[string]struct{}  // the projector's statements to prepare next
+
+	members memberCache // the projector's rooms and members
 }
 
 // Hot projector statements, prepared once when the database opens: the

@@ -27,7 +27,7 @@ import (
 // the owner's startOnEnded decides when it follows a turn that ended).
 // Outside threads (and in a person's DM with an agent, one conversation) a
 // mention steers the turn the agent runs, as the sender saw it.
-func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, d chat.MessagePosted, at time.Time) ([]chat.FeedItem, error) {
+func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, d chat.MessagePosted, files []chat.File, at time.Time) ([]chat.FeedItem, error) {
 	var feed []chat.FeedItem
 	thread := d.Thread
 	if _, _, _, dm := chat.AgentDMParts(d.Room); dm {
@@ -105,8 +105,18 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 			if len(d.Files) > 0 {
 				detail["files"] = d.Files
 			}
-			if err := timelineTx(ctx, tx, seq, st.agentID, "steer", st.expectedTurn, d.Author, detail, at); err != nil {
+			tidx, hash, err := timelineEntryTx(ctx, tx, seq, st.agentID, "steer", st.expectedTurn, d.Author, detail, at)
+			if err != nil {
 				return nil, err
+			}
+			if st.status == chat.StatusPending {
+				// What PendingSteersOf would read back, and the agent as it is now.
+				notePending(ctx, Outbound{
+					Receipt:      chat.Receipt{SteerID: id, MessageID: int64(seq), Room: d.Room, Agent: a.Owner + "/" + a.Name, Sender: d.Author, Status: st.status, At: at},
+					ExpectedTurn: st.expectedTurn, Stop: st.stop, Text: d.Text, Parts: chat.NonNilParts(d.Parts), SentAt: at,
+					Thread: st.thread, NewTurn: st.newTurn, Follows: st.follows, Files: files,
+					Target: &SteerTarget{AgentID: a.ID, Name: a.Name, Owner: a.Owner, Bridge: a.Bridge, HeadSeq: seq, HeadIdx: tidx, HeadHash: hash},
+				})
 			}
 		}
 		items, err := receiptFeedTx(ctx, tx, seq, id, at)
@@ -141,7 +151,7 @@ func (st steerRow) insertTx(ctx context.Context, tx *sql.Tx, at time.Time) error
 	if st.expires != nil {
 		exp = ts(*st.expires)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, expected_turn, stop, updated_at, thread_id, new_turn, follows, expires_at)
+	_, err := execTx(ctx, tx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, expected_turn, stop, updated_at, thread_id, new_turn, follows, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.id, st.messageID, st.roomID, st.agentID, st.sender, st.status, st.reason, st.detail, st.expectedTurn, st.stop, ts(at),
 		st.thread, st.newTurn, st.follows, exp)
 	return err
@@ -160,13 +170,13 @@ func threadTurnTx(ctx context.Context, tx *sql.Tx, agentID, thread int64) (turn,
 
 func agentInRoomTx(ctx context.Context, tx *sql.Tx, agentID, roomID int64) (bool, error) {
 	var n int
-	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM room_agents WHERE agent_id = ? AND room_id = ?`, agentID, roomID).Scan(&n)
+	err := queryRowTx(ctx, tx, `SELECT COUNT(*) FROM room_agents WHERE agent_id = ? AND room_id = ?`, agentID, roomID).Scan(&n)
 	return n > 0, err
 }
 
 // turnStartedTx records a turn as running, in the thread it lives in.
 func turnStartedTx(ctx context.Context, tx *sql.Tx, agentID int64, turn, room string, thread int64, at time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO turns (agent_id, turn_id, room, started_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, agentID, turn, room, ts(at))
+	_, err := execTx(ctx, tx, `INSERT INTO turns (agent_id, turn_id, room, started_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, agentID, turn, room, ts(at))
 	if err != nil {
 		return err
 	}
@@ -178,7 +188,7 @@ func turnStartedTx(ctx context.Context, tx *sql.Tx, agentID int64, turn, room st
 // steers that reached it: the sender learns the outcome. It reports
 // whether the turn was still running (a turn ends once).
 func turnEndedTx(ctx context.Context, tx *sql.Tx, seq uint64, agentID int64, turn, status, by, detail string, at time.Time) (bool, []chat.FeedItem, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO turns (agent_id, turn_id, started_at, ended_at, status, stopped_by) VALUES (?, ?, ?, ?, ?, ?)
+	res, err := execTx(ctx, tx, `INSERT INTO turns (agent_id, turn_id, started_at, ended_at, status, stopped_by) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (agent_id, turn_id) DO UPDATE SET ended_at = excluded.ended_at, status = excluded.status, stopped_by = excluded.stopped_by
 		WHERE turns.status = 'running'`, agentID, turn, ts(at), ts(at), status, by)
 	if err != nil {
@@ -201,7 +211,7 @@ func turnEndedTx(ctx context.Context, tx *sql.Tx, seq uint64, agentID int64, tur
 		return false, nil, err
 	}
 	for _, id := range ids {
-		if _, err := tx.ExecContext(ctx, `UPDATE steers SET via = status, status = ?, detail = ?, updated_at = ? WHERE id = ?`, final, words, ts(at), id); err != nil {
+		if _, err := execTx(ctx, tx, `UPDATE steers SET via = status, status = ?, detail = ?, updated_at = ? WHERE id = ?`, final, words, ts(at), id); err != nil {
 			return false, nil, err
 		}
 		items, err := receiptFeedTx(ctx, tx, seq, id, at)
@@ -233,7 +243,7 @@ func receiptOutcome(turnStatus, by, detail string) (status, words string) {
 
 // turnOutcomeTx returns how a turn ended, if it did.
 func turnOutcomeTx(ctx context.Context, tx *sql.Tx, agentID int64, turn string) (status, by string, ended bool, err error) {
-	err = tx.QueryRowContext(ctx, `SELECT status, stopped_by FROM turns WHERE agent_id = ? AND turn_id = ?`, agentID, turn).Scan(&status, &by)
+	err = queryRowTx(ctx, tx, `SELECT status, stopped_by FROM turns WHERE agent_id = ? AND turn_id = ?`, agentID, turn).Scan(&status, &by)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", "", false, nil
 	}
@@ -278,7 +288,7 @@ func agentGoneTx(ctx context.Context, tx *sql.Tx, seq uint64, a *chat.Agent, why
 
 // voidApprovalsTx voids the pending approvals that match where.
 func voidApprovalsTx(ctx context.Context, tx *sql.Tx, seq uint64, where string, args []any, why string, at time.Time) ([]chat.FeedItem, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, agent_id, turn_id, steered_by FROM approvals WHERE status = 'pending' AND `+where, args...)
+	rows, err := queryTx(ctx, tx, `SELECT id, agent_id, turn_id, steered_by FROM approvals WHERE status = 'pending' AND `+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +311,7 @@ func voidApprovalsTx(ctx context.Context, tx *sql.Tx, seq uint64, where string, 
 	}
 	var feed []chat.FeedItem
 	for _, x := range aps {
-		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'voided', reason = ?, closed_seq = ? WHERE id = ?`, why, seq, x.id); err != nil {
+		if _, err := execTx(ctx, tx, `UPDATE approvals SET status = 'voided', reason = ?, closed_seq = ? WHERE id = ?`, why, seq, x.id); err != nil {
 			return nil, err
 		}
 		if err := timelineTx(ctx, tx, seq, x.agent, "approval.voided", x.turn, "", map[string]any{"approvalId": x.id, "reason": why}, at); err != nil {
@@ -319,7 +329,7 @@ func voidApprovalsTx(ctx context.Context, tx *sql.Tx, seq uint64, where string, 
 // voidApprovalsSteeredByTx voids the pending approvals of turns in a room
 // that a departed member steered.
 func voidApprovalsSteeredByTx(ctx context.Context, tx *sql.Tx, seq uint64, roomName, user, why string, at time.Time) ([]chat.FeedItem, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, steered_by FROM approvals WHERE status = 'pending' AND room = ?`, roomName)
+	rows, err := queryTx(ctx, tx, `SELECT id, steered_by FROM approvals WHERE status = 'pending' AND room = ?`, roomName)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +370,7 @@ func expireSteersTx(ctx context.Context, tx *sql.Tx, seq uint64, where string, a
 	}
 	var feed []chat.FeedItem
 	for _, id := range ids {
-		if _, err := tx.ExecContext(ctx, `UPDATE steers SET status = ?, reason = ?, detail = ?, closed_seq = ?, updated_at = ? WHERE id = ?`,
+		if _, err := execTx(ctx, tx, `UPDATE steers SET status = ?, reason = ?, detail = ?, closed_seq = ?, updated_at = ? WHERE id = ?`,
 			status, reason, detail, seq, ts(at), id); err != nil {
 			return nil, err
 		}
@@ -374,7 +384,7 @@ func expireSteersTx(ctx context.Context, tx *sql.Tx, seq uint64, where string, a
 }
 
 func queryStrings(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
+	rows, err := queryTx(ctx, tx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -406,6 +416,19 @@ type Outbound struct {
 	Files        []chat.File
 	// Forward is the owner's signed forward of a moderated mention.
 	Forward *wire.Signed
+	// Target is the agent as the projection saw it when it recorded the
+	// steer, and the head of its timeline then; nil when the steer was
+	// read back from the database (the router looks the agent up).
+	Target *SteerTarget
+}
+
+// SteerTarget is the agent a steer goes to.
+type SteerTarget struct {
+	AgentID             int64
+	Name, Owner, Bridge string
+	HeadSeq             uint64
+	HeadIdx             int
+	HeadHash            string
 }
 
 // outboundQuery reads steers with the message as it was posted.
@@ -421,9 +444,13 @@ const outboundQuery = `SELECT s.id, s.message_id, r.name, COALESCE(u.name || '/'
 const postedText = `COALESCE((SELECT e.old_text FROM message_edits e WHERE e.message_id = m.id ORDER BY e.seq LIMIT 1), m.text)`
 
 // PendingSteersOf lists the steers of a message still waiting for the
-// router, with the message they carry.
+// router, with the message they carry. Those of a message applied moments
+// ago come from the projector's memory, the rest from the database.
 func (s *Store) PendingSteersOf(ctx context.Context, messageID int64) ([]Outbound, error) {
-	rows, err := s.db.r.QueryContext(ctx, outboundQuery+` WHERE s.message_id = ? AND s.status = 'pending' ORDER BY s.id`, messageID)
+	if out, ok := s.recent.take(messageID, time.Now()); ok {
+		return out, nil
+	}
+	rows, err := s.db.stmt(ctx, outboundQuery+` WHERE s.message_id = ? AND s.status = 'pending' ORDER BY s.id`).QueryContext(ctx, messageID)
 	if err != nil {
 		return nil, wh.Wrap(err, "read steers")
 	}
@@ -450,6 +477,7 @@ func scanOutbounds(rows *sql.Rows) ([]Outbound, error) {
 				o.Forward = &sig
 			}
 		}
+		o.At, _ = time.Parse(time.RFC3339Nano, at)
 		out = append(out, o)
 	}
 	return out, rows.Err()

@@ -28,7 +28,7 @@ func applySteerRecorded(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Eve
 	if d.ExpiresAt != nil {
 		exp = ts(*d.ExpiresAt)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, turn_id, expires_at, updated_at)
+	if _, err := execTx(ctx, tx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, turn_id, expires_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, d.ID, d.MessageID, rid, agentID, d.Sender, d.Status, d.Reason, d.Detail, d.TurnID, exp, ts(ev.At)); err != nil {
 		if IsConstraint(err) {
 			return nil, wh.Errorf(wh.EConflict, "steer %s already recorded", d.ID)
@@ -50,7 +50,7 @@ func applySteerReceipt(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Even
 	}
 	var cur string
 	var agentID int64
-	err := tx.QueryRowContext(ctx, `SELECT status, agent_id FROM steers WHERE id = ?`, d.ID).Scan(&cur, &agentID)
+	err := queryRowTx(ctx, tx, `SELECT status, agent_id FROM steers WHERE id = ?`, d.ID).Scan(&cur, &agentID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, wh.Errorf(wh.ENotFound, "no steer %s", d.ID)
 	}
@@ -58,7 +58,7 @@ func applySteerReceipt(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Even
 		return nil, err
 	}
 	var curReason, turn string
-	if err := tx.QueryRowContext(ctx, `SELECT reason, turn_id FROM steers WHERE id = ?`, d.ID).Scan(&curReason, &turn); err != nil {
+	if err := queryRowTx(ctx, tx, `SELECT reason, turn_id FROM steers WHERE id = ?`, d.ID).Scan(&curReason, &turn); err != nil {
 		return nil, err
 	}
 	if !receiptMayMove(cur, curReason, d.Status) {
@@ -83,7 +83,7 @@ func applySteerReceipt(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Even
 			status, detail = receiptOutcome(tstat, by, "")
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE steers SET status = ?, via = CASE WHEN ? = '' THEN via ELSE ? END, reason = ?, detail = ?, turn_id = ?,
+	if _, err := execTx(ctx, tx, `UPDATE steers SET status = ?, via = CASE WHEN ? = '' THEN via ELSE ? END, reason = ?, detail = ?, turn_id = ?,
 		expires_at = COALESCE(?, expires_at), updated_at = ? WHERE id = ?`, status, via, via, d.Reason, detail, turn, exp, ts(ev.At), d.ID); err != nil {
 		return nil, err
 	}
@@ -155,14 +155,14 @@ func scanReceipt(sc scanner) (chat.Receipt, error) {
 }
 
 func receiptFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, id string, at time.Time) ([]chat.FeedItem, error) {
-	r, err := scanReceipt(tx.QueryRowContext(ctx, `SELECT `+receiptCols+` WHERE s.id = ?`, id))
+	r, err := scanReceipt(queryRowTx(ctx, tx, `SELECT `+receiptCols+` WHERE s.id = ?`, id))
 	if err != nil {
 		return nil, err
 	}
 	if r.Agent == "" {
 		r.Agent = "" // unknown agent: the mention names it
 	}
-	rid, err := roomIDTx(ctx, tx, r.Room)
+	rid, err := roomIDCachedTx(ctx, tx, r.Room)
 	if err != nil {
 		return nil, err
 	}

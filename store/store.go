@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -26,6 +28,7 @@ type Store struct {
 	db       *DB
 	logger   *slog.Logger
 	appliers map[string]applier
+	recent   recentSteers // pending steers of messages just applied, for the router
 }
 
 var _ eventlog.Projector = (*Store)(nil)
@@ -81,7 +84,10 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 	if err != nil {
 		return nil, nil, err
 	}
+	defer s.db.prepareWanted(ctx) // after the rollback below: the connection is free
 	defer tx.Rollback()
+	ctx = withApplyDB(ctx, s.db)
+	s.db.members.begin()
 	var feed []chat.FeedItem
 	outs := make([]eventlog.Outcome, 0, len(batch))
 	for _, e := range batch {
@@ -94,22 +100,24 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 			}
 			continue
 		}
+		s.db.members.applying(ev.Type)
 		if e.Seq == 1 {
-			if _, err := tx.ExecContext(ctx, `UPDATE projection SET first_event = ? WHERE id = 1`, ev.ID); err != nil {
+			if _, err := execTx(ctx, tx, `UPDATE projection SET first_event = ? WHERE id = 1`, ev.ID); err != nil {
 				return nil, nil, err
 			}
 		}
 		if _, err := s.db.txStmt(ctx, tx, sqlSavepoint).ExecContext(ctx); err != nil {
 			return nil, nil, err
 		}
-		ectx := context.WithValue(ctx, feedCounterKey{}, &feedCounter{})
+		notes := &pendingNotes{}
+		ectx := context.WithValue(context.WithValue(ctx, feedCounterKey{}, &feedCounter{}), pendingNotesKey{}, notes)
 		items, aerr := s.applyEvent(ectx, tx, e.Seq, ev)
 		refusal, err := asRefusal(aerr)
 		if err != nil {
 			return nil, nil, fmt.Errorf("apply event %d (%s): %w", e.Seq, ev.Type, err)
 		}
 		if refusal != nil {
-			if _, err := tx.ExecContext(ctx, `ROLLBACK TO ev`); err != nil {
+			if _, err := execTx(ctx, tx, `ROLLBACK TO ev`); err != nil {
 				return nil, nil, err
 			}
 			if IsConstraint(aerr) {
@@ -120,6 +128,14 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 			}
 		} else {
 			feed = append(feed, items...)
+			// The router may deliver these now: the decision is made, and
+			// applying the event again (after a failed commit) makes the
+			// same one (the bridge answers a steer id once).
+			if s.recent.put(notes.out, time.Now()) {
+				// Let the router run now: woken from here, it would
+				// otherwise wait for this processor until the commit.
+				runtime.Gosched()
+			}
 		}
 		if _, err := s.db.txStmt(ctx, tx, sqlRelease).ExecContext(ctx); err != nil {
 			return nil, nil, err
@@ -130,7 +146,7 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 		}
 		outs = append(outs, eventlog.Outcome{ID: ev.ID, Err: oerr})
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE projection SET applied_seq = ? WHERE id = 1`, batch[len(batch)-1].Seq); err != nil {
+	if _, err := execTx(ctx, tx, `UPDATE projection SET applied_seq = ? WHERE id = 1`, batch[len(batch)-1].Seq); err != nil {
 		return nil, nil, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -165,7 +181,7 @@ func IsConstraint(err error) bool {
 // refuseTx records a refused event, so a duplicate append of the same id
 // learns the first outcome.
 func refuseTx(ctx context.Context, tx *sql.Tx, seq uint64, eventID string, e *wh.Error) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO refusals (seq, event_id, code, message, reason) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	_, err := execTx(ctx, tx, `INSERT INTO refusals (seq, event_id, code, message, reason) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		seq, eventID, e.Code, wh.ErrorMessage(e), e.Reason)
 	return err
 }

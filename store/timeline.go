@@ -13,28 +13,34 @@ import (
 )
 
 func timelineTx(ctx context.Context, tx *sql.Tx, seq uint64, agentID int64, kind, turnID, actor string, detail any, at time.Time) error {
+	_, _, err := timelineEntryTx(ctx, tx, seq, agentID, kind, turnID, actor, detail, at)
+	return err
+}
+
+// timelineEntryTx appends an entry to the agent's timeline and returns
+// its place in the event and its hash (the chain's new head).
+func timelineEntryTx(ctx context.Context, tx *sql.Tx, seq uint64, agentID int64, kind, turnID, actor string, detail any, at time.Time) (idx int, hash string, err error) {
 	d, err := json.Marshal(detail)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
 	var prev string
-	err = tx.QueryRowContext(ctx, `SELECT hash FROM timeline WHERE agent_id = ? ORDER BY seq DESC, idx DESC LIMIT 1`, agentID).Scan(&prev)
+	err = queryRowTx(ctx, tx, `SELECT hash FROM timeline WHERE agent_id = ? ORDER BY seq DESC, idx DESC LIMIT 1`, agentID).Scan(&prev)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return err
+		return 0, "", err
 	}
-	var idx int
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(idx) + 1, 0) FROM timeline WHERE seq = ?`, seq).Scan(&idx); err != nil {
-		return err
+	if err := queryRowTx(ctx, tx, `SELECT COALESCE(MAX(idx) + 1, 0) FROM timeline WHERE seq = ?`, seq).Scan(&idx); err != nil {
+		return 0, "", err
 	}
 	e := chat.TimelineEntry{Seq: seq, Idx: idx, Kind: kind, TurnID: turnID, Actor: actor, Detail: d, At: at.UTC()}
-	hash := authz.ChainHash(prev, chat.EntryBody(e))
+	hash = authz.ChainHash(prev, chat.EntryBody(e))
 	room, err := entryRoomTx(ctx, tx, agentID, turnID, d)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO timeline (seq, idx, agent_id, kind, turn_id, actor, body, at, prev_hash, hash, room) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = execTx(ctx, tx, `INSERT INTO timeline (seq, idx, agent_id, kind, turn_id, actor, body, at, prev_hash, hash, room) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		seq, idx, agentID, kind, turnID, actor, string(d), ts(at), prev, hash, room)
-	return err
+	return idx, hash, err
 }
 
 // entryRoomTx is the room where a timeline entry happened: the one its
@@ -50,7 +56,7 @@ func entryRoomTx(ctx context.Context, tx *sql.Tx, agentID int64, turnID string, 
 		return "", nil
 	}
 	var room string
-	err := tx.QueryRowContext(ctx, `SELECT room FROM turns WHERE agent_id = ? AND turn_id = ?`, agentID, turnID).Scan(&room)
+	err := queryRowTx(ctx, tx, `SELECT room FROM turns WHERE agent_id = ? AND turn_id = ?`, agentID, turnID).Scan(&room)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

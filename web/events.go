@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/internal/netcork"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
@@ -72,24 +75,36 @@ func (b *broker) publish(items []chat.FeedItem) {
 	}
 }
 
-// wsConn is one live client: a reader loop (control frames only) and one
-// writer goroutine draining a bounded queue.
+// wsConn is one live client. Its handler's goroutine sends the backlog,
+// then reads (control frames, the close) until the connection ends; a
+// writer goroutine runs while its bounded queue has items (wswriter.go).
+// An idle socket costs one goroutine.
 type wsConn struct {
 	userID int64
 	cred   string // hash of the credential the socket was opened with
 	ws     *websocket.Conn
-	q      chan *chat.FeedItem
+	cork   *netcork.Conn // nil when the server was not set up to batch writes
+	q      *outQueue
+	ctx    context.Context
 	cancel context.CancelCauseFunc
 	once   sync.Once
+	ping   atomic.Pointer[time.Timer]
+	// The position sent, owned by whoever writes: the handler during the
+	// backlog, then one writer at a time.
+	last    uint64
+	lastIdx int
 }
 
 var errSlow = errors.New("slow consumer")
 
 func (c *wsConn) enqueue(it *chat.FeedItem) {
-	select {
-	case c.q <- it:
-	default:
+	ok, start := c.q.push(it)
+	if !ok {
 		c.once.Do(func() { c.cancel(errSlow) })
+		return
+	}
+	if start {
+		go c.write()
 	}
 }
 
@@ -163,20 +178,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) er
 	ws.SetReadLimit(wsReadLimit)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	secret, _ := secretFrom(r)
-	c := &wsConn{userID: u.ID, cred: room.HashSecret(secret), ws: ws, q: make(chan *chat.FeedItem, s.cfg.QueueSize), cancel: cancel}
+	c := &wsConn{userID: u.ID, cred: room.HashSecret(secret), ws: ws, cork: netcork.From(r.Context()), q: newOutQueue(s.cfg.QueueBytes, s.cfg.QueueSize),
+		ctx: ctx, cancel: cancel, last: uint64(since), lastIdx: int(min(sinceIdx, 1<<30))}
 
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	s.broker.add(c)
 	s.metrics.wsClients.Inc()
+	reading := false // the reader owns the end of the connection
 	defer func() {
-		s.broker.remove(c)
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		s.metrics.wsClients.Dec()
-		cancel(nil)
+		if !reading {
+			s.endSocket(c, u.Name, err)
+		}
 	}()
 	// Registered first, checked again second: a credential that ended
 	// between the upgrade and the registration is caught here, one that
@@ -186,39 +200,58 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) er
 		return nil
 	}
 
-	go func() { // reader: answers pings, notices close
-		for {
-			if _, _, err := ws.Read(ctx); err != nil {
-				cancel(err)
-				return
-			}
-		}
-	}()
-
-	err = s.writeLoop(ctx, c, uint64(since), int(min(sinceIdx, 1<<30)))
-	if errors.Is(context.Cause(ctx), errSlow) || errors.Is(err, context.DeadlineExceeded) {
-		s.metrics.wsSlow.Inc()
-		s.log.Warn("disconnected a slow WebSocket client", "user", u.Name)
-		ws.Close(websocket.StatusPolicyViolation, "too slow: reconnect with since=<last id>")
+	// The backlog and the ready frame from here, while live items queue;
+	// then a writer takes the queue, and a reader of its own (this
+	// goroutine's stack and the request are let go) reads until the
+	// connection ends, answering pings and noticing the close.
+	if err = s.sendBacklog(ctx, c); err != nil {
 		return nil
 	}
-	if err != nil && ctx.Err() == nil {
-		s.log.Debug("websocket ended", "user", u.Name, "err", err)
-	}
-	ws.Close(websocket.StatusNormalClosure, "")
+	c.live()
+	reading = true
+	go func() {
+		var err error
+		for err == nil {
+			_, _, err = ws.Read(ctx)
+		}
+		s.endSocket(c, u.Name, err)
+	}()
 	return nil
 }
 
-func (s *Server) writeLoop(ctx context.Context, c *wsConn, since uint64, sinceIdx int) error {
+// endSocket unregisters a connection and closes it: with 1008 when it was
+// too slow (its queue overflowed or a write timed out), else normally.
+func (s *Server) endSocket(c *wsConn, user string, err error) {
+	s.broker.remove(c)
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.metrics.wsClients.Dec()
+	c.stopPinging()
+	c.cancel(err)
+	if cause := context.Cause(c.ctx); errors.Is(cause, errSlow) || errors.Is(cause, context.DeadlineExceeded) || errors.Is(cause, os.ErrDeadlineExceeded) {
+		s.metrics.wsSlow.Inc()
+		s.log.Warn("disconnected a slow WebSocket client", "user", user)
+		c.ws.Close(websocket.StatusPolicyViolation, "too slow: reconnect with since=<last id>")
+		return
+	}
+	if websocket.CloseStatus(err) == -1 {
+		s.log.Debug("websocket ended", "user", user, "err", err)
+	}
+	c.ws.Close(websocket.StatusNormalClosure, "")
+}
+
+// sendBacklog sends what the client missed since its position, then the
+// ready frame.
+func (s *Server) sendBacklog(ctx context.Context, c *wsConn) error {
 	write := func(b []byte) error {
 		wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
 		defer cancel()
 		return c.ws.Write(wctx, websocket.MessageText, b)
 	}
-	// Backlog first (the connection is already registered, so nothing
-	// applied from now on is missed), then live items, skipping any seq
-	// already sent.
-	last, lastIdx := since, sinceIdx
+	// The connection is already registered, so nothing applied from now
+	// on is missed; the writer skips live items already sent here.
+	last, lastIdx := c.last, c.lastIdx
 	for {
 		items, err := s.rooms.FeedSince(ctx, c.userID, last, lastIdx, wsBacklogPage)
 		if err != nil {
@@ -236,45 +269,6 @@ func (s *Server) writeLoop(ctx context.Context, c *wsConn, since uint64, sinceId
 	}
 	// The client resumes after this position: every item of event id is
 	// sent (live items of it follow only if they were not in the backlog).
-	if err := write([]byte(`{"type":"ready","id":` + strconv.FormatUint(last, 10) + `,"n":` + strconv.Itoa(lastIdx) + `}`)); err != nil {
-		return err
-	}
-	ping := time.NewTicker(wsPingEvery)
-	defer ping.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case it := <-c.q:
-			// Write what is queued under one deadline (one timer per burst,
-			// not per frame: a room's burst reaches many connections).
-			wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
-			for n := 0; ; n++ {
-				if it.After(last, lastIdx) {
-					if err := c.ws.Write(wctx, websocket.MessageText, it.Body); err != nil {
-						cancel()
-						return err
-					}
-					last, lastIdx = it.Seq, it.Idx
-				}
-				if n == 63 {
-					break
-				}
-				select {
-				case it = <-c.q:
-					continue
-				default:
-				}
-				break
-			}
-			cancel()
-		case <-ping.C:
-			pctx, cancel := context.WithTimeout(ctx, wsPingTimeout)
-			err := c.ws.Ping(pctx)
-			cancel()
-			if err != nil {
-				return err
-			}
-		}
-	}
+	c.last, c.lastIdx = last, lastIdx
+	return write([]byte(`{"type":"ready","id":` + strconv.FormatUint(last, 10) + `,"n":` + strconv.Itoa(lastIdx) + `}`))
 }

@@ -37,8 +37,10 @@ type Config struct {
 	// OriginPatterns are extra allowed WebSocket origins (host patterns);
 	// the request's own host is always allowed.
 	OriginPatterns []string
-	// QueueSize bounds each WebSocket client's outgoing queue.
-	QueueSize int
+	// QueueBytes and QueueSize bound each WebSocket client's outgoing
+	// queue, in bytes (default 1 MiB) and in items (default 8192).
+	QueueBytes int
+	QueueSize  int
 	// SecureCookies marks the session cookie Secure (and __Host-) on every
 	// request: the hub's public URL is https. Without it, a request over
 	// TLS, or one a trusted proxy says came over TLS, gets one anyway.
@@ -72,7 +74,10 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.QueueSize <= 0 {
-		cfg.QueueSize = 512
+		cfg.QueueSize = defaultQueueItems
+	}
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = defaultQueueBytes
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()

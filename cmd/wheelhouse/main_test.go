@@ -174,6 +174,7 @@ func TestCommandLine(t *testing.T) {
 		{"UnknownFlag", []string{"hub", "--nats-port", "1"}, "flag provided but not defined: -nats-port"},
 		{"HubNeedsData", []string{"hub"}, "--data is required"},
 		{"LogLevel", []string{"hub", "--data", "x", "--log-level", "loud"}, `"loud" is not one of debug, info, warn, error`},
+		{"Sync", []string{"hub", "--data", "x", "--sync", "never"}, `"never" is not one of interval, always`},
 		{"BridgeLogLevel", []string{"bridge", "run", "--log-level", "verbose"}, `"verbose" is not one of`},
 		{"BenchPosts", []string{"bench", "--posts", "-1"}, "--posts must be 1 or more"},
 		{"UnknownBridgeCommand", []string{"bridge", "fly"}, `unknown bridge command "fly"`},

@@ -29,7 +29,7 @@ type suite struct {
 	root, al, bo *page
 	br           *testhub.Bridge // alice's bridge
 	browser      context.Context // the Chromium all pages share
-	other        *page // a fourth browser context: bob's second browser, then carol's
+	other        *page           // a fourth browser context: bob's second browser, then carol's
 }
 
 func TestUI(t *testing.T) {

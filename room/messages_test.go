@@ -1,0 +1,69 @@
+package room
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wheelhouse-dev/wheelhouse/eventlog"
+)
+
+// A message that mentions no agent is published on the plain subject, so
+// the hub's router (whose consumer filters on the message type's subject)
+// never receives it; one that mentions an agent is on the type's subject.
+func TestPostSubjects(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	s, err := Open(ctx, Config{DataDir: t.TempDir(), JS: js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := s.Setup(ctx, "root", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateRoom(ctx, admin, "dev", false, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		text, subject string
+	}{
+		{"hello", eventlog.SubjectPrefix + "message.posted" + eventlog.PlainSuffix},
+		{"@alice hello", eventlog.SubjectPrefix + "message.posted" + eventlog.PlainSuffix},
+		{"@root/demo hello", eventlog.SubjectPrefix + "message.posted"},
+	} {
+		m, err := s.Post(ctx, admin, "dev", tc.text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := s.Log.Stream().GetMsg(ctx, uint64(m.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw.Subject != tc.subject {
+			t.Errorf("%q published on %s, want %s", tc.text, raw.Subject, tc.subject)
+		}
+	}
+}

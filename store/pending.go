@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// The router delivers a message's pending steers as soon as this node's
+// projector has decided them: the projector hands them over in memory when
+// it has applied the message, before its transaction commits (the commit
+// is most of applying a mention, and nothing the router does needs it:
+// if the commit fails, applying the message again decides the same steers,
+// and a bridge answers a steer id once). A steer the router takes later
+// (a redelivery after a node died, a restart) is read from the database.
+
+const (
+	recentTTL = 5 * time.Second // shorter than the router's ack wait: a redelivery reads the database
+	recentMax = 4096            // other nodes route most messages; their entries age out
+)
+
+type recentSteers struct {
+	mu      sync.Mutex
+	byMsg   map[int64]recentEntry
+	order   []int64       // oldest first
+	changed chan struct{} // closed and replaced on every put
+}
+
+type recentEntry struct {
+	at  time.Time
+	out []Outbound
+}
+
+// put keeps a message's pending steers and reports whether it woke a
+// router waiting for them.
+func (r *recentSteers) put(out []Outbound, now time.Time) (woke bool) {
+	if len(out) == 0 {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byMsg == nil {
+		r.byMsg = map[int64]recentEntry{}
+	}
+	for len(r.order) > 0 && (len(r.order) >= recentMax || now.Sub(r.byMsg[r.order[0]].at) > recentTTL) {
+		delete(r.byMsg, r.order[0])
+		r.order = r.order[1:]
+	}
+	// One event's steers, all of one message: a second put of the same
+	// message (the event applied again) replaces the first.
+	id := out[0].MessageID
+	if _, ok := r.byMsg[id]; !ok {
+		r.order = append(r.order, id)
+	}
+	r.byMsg[id] = recentEntry{at: now, out: out}
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+		woke = true
+	}
+	return woke
+}
+
+// changes returns a channel closed on the next put.
+func (r *recentSteers) changes() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	return r.changed
+}
+
+// take returns and forgets the pending steers of a message applied less
+// than recentTTL ago.
+func (r *recentSteers) take(messageID int64, now time.Time) ([]Outbound, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.byMsg[messageID]
+	if !ok {
+		return nil, false
+	}
+	delete(r.byMsg, messageID) // its key leaves order when it ages out
+	if now.Sub(e.at) > recentTTL {
+		return nil, false
+	}
+	return e.out, true
+}
+
+// DecidedSteers returns a message's pending steers as soon as this node's
+// projector has decided them, without waiting for its commit; applied
+// reports whether the projection has committed the message, and changed
+// returns a channel closed when that may have changed. A message applied
+// with no steers in memory (none pending, or taken already) is read from
+// the database.
+func (s *Store) DecidedSteers(ctx context.Context, messageID int64, applied func() bool, changed func() <-chan struct{}) ([]Outbound, error) {
+	for {
+		puts, commits := s.recent.changes(), changed()
+		if out, ok := s.recent.take(messageID, time.Now()); ok {
+			return out, nil
+		}
+		if applied() {
+			return s.PendingSteersOf(ctx, messageID)
+		}
+		select {
+		case <-puts:
+		case <-commits:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// pendingNotes collects the steers one event records as pending.
+type pendingNotes struct{ out []Outbound }
+
+type pendingNotesKey struct{}
+
+func notePending(ctx context.Context, o Outbound) {
+	if n, ok := ctx.Value(pendingNotesKey{}).(*pendingNotes); ok {
+		n.out = append(n.out, o)
+	}
+}

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+)
+
+// The steers the router takes from the projector's memory are the ones it
+// would read back from the database (and the agent they go to).
+func TestPendingSteersFromMemoryMatchTheDatabase(t *testing.T) {
+	b := newBenchStore(t, 2, true) // u0 owns agent u0/a in room r; u1 is a member
+	b.apply(t, messageEvent(t, "u1", "a thread starts here"))
+	root := int64(b.seq)
+	t.Run("Channel", func(t *testing.T) {
+		b.apply(t, messageEvent(t, "u1", "@u0/a look at `this` please"))
+		comparePending(t, b, int64(b.seq))
+	})
+	t.Run("Thread", func(t *testing.T) {
+		b.apply(t, event(t, chat.EvMessagePosted, chat.MessagePosted{Room: "r", AuthorKind: chat.AuthorUser, Author: "u1", Text: "@u0/a and here",
+			Mentions: chat.ParseMentions("@u0/a and here"), Route: true, Thread: root}))
+		comparePending(t, b, int64(b.seq))
+	})
+}
+
+func comparePending(t *testing.T, b *benchStore, msg int64) {
+	t.Helper()
+	ctx := context.Background()
+	mem, err := b.s.PendingSteersOf(ctx, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := b.s.PendingSteersOf(ctx, msg) // taken once: now from the database
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mem) != 1 || len(db) != 1 {
+		t.Fatalf("%d steers from memory, %d from the database, want 1", len(mem), len(db))
+	}
+	target := mem[0].Target
+	if target == nil || db[0].Target != nil {
+		t.Fatalf("targets: memory %v, database %v", mem[0].Target, db[0].Target)
+	}
+	a, err := b.s.AgentByHandle(ctx, "u0/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target.AgentID != a.ID || target.Name != a.Name || target.Owner != a.Owner || target.Bridge != a.Bridge || target.HeadSeq != uint64(msg) {
+		t.Fatalf("target %+v, agent %+v", target, a)
+	}
+	if seq, idx, hash, _ := b.s.TimelineHead(ctx, a.ID); seq != target.HeadSeq || idx != target.HeadIdx || hash != target.HeadHash {
+		t.Fatalf("head %d/%d/%s, timeline's %d/%d/%s", target.HeadSeq, target.HeadIdx, target.HeadHash, seq, idx, hash)
+	}
+	mem[0].Target = nil
+	mem[0].At, db[0].At = mem[0].At.UTC(), db[0].At.UTC()
+	mem[0].SentAt, db[0].SentAt = mem[0].SentAt.UTC(), db[0].SentAt.UTC()
+	if !reflect.DeepEqual(mem[0], db[0]) {
+		t.Fatalf("from memory\n%+v\nfrom the database\n%+v", mem[0], db[0])
+	}
+}
