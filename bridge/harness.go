@@ -101,6 +101,21 @@ var (
 	ErrNotRunning   = errors.New("agent is not running")
 )
 
+// CheckTurn is the stale-turn guard of a harness that runs one turn at a
+// time: running is the turn it runs ("" for none), ending whether that
+// turn has stopped taking input, want the turn a caller addresses.
+func CheckTurn(running string, ending bool, want string) error {
+	switch {
+	case running == "":
+		return ErrNoActiveTurn
+	case running != want:
+		return fmt.Errorf("%w (running %s, not %s)", ErrStaleTurn, running, want)
+	case ending:
+		return fmt.Errorf("%w: turn %s is ending", ErrNoActiveTurn, want)
+	}
+	return nil
+}
+
 // Event is something a harness reports. Send never blocks the harness for
 // long: the bridge drains events promptly.
 type Event struct {

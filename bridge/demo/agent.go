@@ -187,13 +187,11 @@ func (a *Agent) Interrupt(ctx context.Context, turnID string) error {
 // turnLocked returns the running turn if it is id and still takes input.
 func (a *Agent) turnLocked(id string) (*turn, error) {
 	t := a.cur
-	switch {
-	case t == nil:
-		return nil, bridge.ErrNoActiveTurn
-	case t.id != id:
-		return nil, fmt.Errorf("%w (running %s, not %s)", bridge.ErrStaleTurn, t.id, id)
-	case t.ending:
-		return nil, fmt.Errorf("%w: turn %s is ending", bridge.ErrNoActiveTurn, id)
+	if t == nil {
+		return nil, bridge.CheckTurn("", false, id)
+	}
+	if err := bridge.CheckTurn(t.id, t.ending, id); err != nil {
+		return nil, err
 	}
 	return t, nil
 }

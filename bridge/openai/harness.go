@@ -208,13 +208,11 @@ func (h *Harness) OwnerTurns() string { return "" }
 // turnLocked returns the running turn if it is id and still takes input.
 func (h *Harness) turnLocked(id string) (*turn, error) {
 	t := h.cur
-	switch {
-	case t == nil:
-		return nil, bridge.ErrNoActiveTurn
-	case t.id != id:
-		return nil, fmt.Errorf("%w (running %s, not %s)", bridge.ErrStaleTurn, t.id, id)
-	case t.ending:
-		return nil, fmt.Errorf("%w: turn %s is ending", bridge.ErrNoActiveTurn, id)
+	if t == nil {
+		return nil, bridge.CheckTurn("", false, id)
+	}
+	if err := bridge.CheckTurn(t.id, t.ending, id); err != nil {
+		return nil, err
 	}
 	return t, nil
 }

@@ -29,8 +29,7 @@ type ChatServer struct {
 	script   []ChatReply
 	respond  func(*ChatRequest) (ChatReply, bool)
 	fallback ChatReply
-	reqs     []*ChatRequest
-	changed  chan struct{} // closed and replaced when a request is recorded
+	reqs     recorded[*ChatRequest]
 }
 
 // ChatReply is one scripted answer.
@@ -110,7 +109,7 @@ type ChatMessage struct {
 // ends. The fallback answers "stub reply #N".
 func NewChat(t testing.TB, script ...ChatReply) *ChatServer {
 	t.Helper()
-	s := &ChatServer{closed: make(chan struct{}), script: script, changed: make(chan struct{})}
+	s := &ChatServer{closed: make(chan struct{}), script: script}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.serveChat)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
@@ -165,32 +164,14 @@ func (s *ChatServer) SetResponder(f func(*ChatRequest) (ChatReply, bool)) {
 
 // Requests returns the requests recorded so far.
 func (s *ChatServer) Requests() []*ChatRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*ChatRequest(nil), s.reqs...)
+	reqs, _ := s.reqs.all()
+	return reqs
 }
 
 // WaitRequest returns the nth request (1-based), waiting up to timeout.
 func (s *ChatServer) WaitRequest(t testing.TB, n int, timeout time.Duration) *ChatRequest {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		if len(s.reqs) >= n {
-			r := s.reqs[n-1]
-			s.mu.Unlock()
-			return r
-		}
-		changed, got := s.changed, len(s.reqs)
-		s.mu.Unlock()
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("stubmodel: waited %v for chat request #%d, got %d", timeout, n, got)
-			return nil
-		}
-	}
+	return s.reqs.nth(t, "chat request", n, timeout)
 }
 
 type wireToolCall struct {
@@ -250,10 +231,7 @@ func (s *ChatServer) serveChat(w http.ResponseWriter, hr *http.Request) {
 	}
 
 	s.mu.Lock()
-	req.N = len(s.reqs) + 1
-	s.reqs = append(s.reqs, req)
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.reqs.add(func(n int) *ChatRequest { req.N = n; return req })
 	reply, ok := ChatReply{}, false
 	if s.respond != nil {
 		reply, ok = s.respond(req)

@@ -24,8 +24,7 @@ type MessagesServer struct {
 	script   []MessagesReply
 	respond  func(MessagesRequest) (MessagesReply, bool)
 	fallback MessagesReply
-	reqs     []MessagesRequest
-	changed  chan struct{} // closed and replaced whenever reqs grows
+	reqs     recorded[MessagesRequest]
 }
 
 // MessagesReply is one scripted answer.
@@ -64,7 +63,7 @@ type MessagesRequest struct {
 // NewMessagesServer starts a stub on a random loopback port. The default
 // answer, when the script is empty, is the text "done".
 func NewMessagesServer() *MessagesServer {
-	s := &MessagesServer{changed: make(chan struct{}), fallback: MessagesReply{Text: "done"}}
+	s := &MessagesServer{fallback: MessagesReply{Text: "done"}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -103,27 +102,13 @@ func (s *MessagesServer) SetResponder(f func(MessagesRequest) (MessagesReply, bo
 
 // Requests returns a copy of every request recorded so far.
 func (s *MessagesServer) Requests() []MessagesRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]MessagesRequest(nil), s.reqs...)
+	reqs, _ := s.reqs.all()
+	return reqs
 }
 
 // WaitFor blocks until cond holds for the recorded requests, or ctx ends.
 func (s *MessagesServer) WaitFor(ctx context.Context, cond func([]MessagesRequest) bool) ([]MessagesRequest, error) {
-	for {
-		s.mu.Lock()
-		reqs := append([]MessagesRequest(nil), s.reqs...)
-		ch := s.changed
-		s.mu.Unlock()
-		if cond(reqs) {
-			return reqs, nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return reqs, fmt.Errorf("stubmodel: %d requests seen: %w", len(reqs), ctx.Err())
-		}
-	}
+	return s.reqs.waitFor(ctx, cond)
 }
 
 // WaitRequests blocks until at least n requests were recorded.
@@ -132,14 +117,9 @@ func (s *MessagesServer) WaitRequests(ctx context.Context, n int) ([]MessagesReq
 }
 
 func (s *MessagesServer) record(r *http.Request, body []byte) MessagesRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	req := MessagesRequest{N: len(s.reqs) + 1, Method: r.Method, Path: r.URL.Path,
-		Header: r.Header.Clone(), Body: body, At: time.Now()}
-	s.reqs = append(s.reqs, req)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	return req
+	return s.reqs.add(func(n int) MessagesRequest {
+		return MessagesRequest{N: n, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, At: time.Now()}
+	})
 }
 
 func (s *MessagesServer) next(req MessagesRequest) MessagesReply {

@@ -27,8 +27,7 @@ type Responses struct {
 	mu       sync.Mutex
 	script   []ResponsesReply
 	fallback ResponsesReply
-	requests []*ResponsesRequest
-	changed  chan struct{} // closed and replaced when a request is recorded
+	requests recorded[*ResponsesRequest]
 }
 
 // ResponsesReply writes one streamed response.
@@ -59,9 +58,8 @@ type ResponsesInputItem struct {
 func NewResponses(t testing.TB, script ...ResponsesReply) *Responses {
 	t.Helper()
 	r := &Responses{
-		closed:  make(chan struct{}),
-		script:  script,
-		changed: make(chan struct{}),
+		closed: make(chan struct{}),
+		script: script,
 	}
 	r.fallback = func(s *ResponsesStream) { Text(fmt.Sprintf("stub reply #%d", s.Req.N))(s) }
 	mux := http.NewServeMux()
@@ -109,33 +107,14 @@ func (r *Responses) SetFallback(reply ResponsesReply) {
 
 // Requests returns the requests recorded so far.
 func (r *Responses) Requests() []*ResponsesRequest {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]*ResponsesRequest(nil), r.requests...)
+	reqs, _ := r.requests.all()
+	return reqs
 }
 
 // WaitRequest returns the nth request (1-based), waiting up to timeout for it.
 func (r *Responses) WaitRequest(t testing.TB, n int, timeout time.Duration) *ResponsesRequest {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		if len(r.requests) >= n {
-			req := r.requests[n-1]
-			r.mu.Unlock()
-			return req
-		}
-		changed := r.changed
-		got := len(r.requests)
-		r.mu.Unlock()
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("stubmodel: waited %v for request #%d, got %d", timeout, n, got)
-			return nil
-		}
-	}
+	return r.requests.nth(t, "request", n, timeout)
 }
 
 func (r *Responses) serveResponses(w http.ResponseWriter, hr *http.Request) {
@@ -155,10 +134,7 @@ func (r *Responses) serveResponses(w http.ResponseWriter, hr *http.Request) {
 	req.Input = parsed.Input
 
 	r.mu.Lock()
-	req.N = len(r.requests) + 1
-	r.requests = append(r.requests, req)
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.requests.add(func(n int) *ResponsesRequest { req.N = n; return req })
 	reply := r.fallback
 	if len(r.script) > 0 {
 		reply = r.script[0]

@@ -258,7 +258,11 @@ func (p *page) click(t testing.TB, sel string) {
 		let r = e.getBoundingClientRect();
 		if (r.top < 0 || r.bottom > innerHeight) { e.scrollIntoView({ block: 'center' }); r = e.getBoundingClientRect(); }
 		const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-		return !!hit && (hit === e || e.contains(hit) || hit.contains(e));
+		if (!!hit && (hit === e || e.contains(hit) || hit.contains(e))) return true;
+		// Clipped by its scrolling list (under the composer, say): bring it
+		// into view for the next look.
+		e.scrollIntoView({ block: 'center' });
+		return false;
 	})()`, js(sel)))
 	// A list re-rendered between finding the node and clicking it (the
 	// room list redraws on every unread change): find it again.
