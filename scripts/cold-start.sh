@@ -12,7 +12,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wheelhouse-cold.XXXXXX")
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do pkill -INT -P "$p" 2>/dev/null || true; kill -INT "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   chmod -R u+w "$tmp" 2>/dev/null || true
   rm -rf "$tmp"
@@ -37,7 +37,11 @@ run_up() {
   for _ in $(seq 6000); do
     if grep -q 'Wheelhouse is running: ' "$out" 2>/dev/null; then
       t1=$(date +%s.%N)
-      kill -INT "$pid"; wait "$pid" 2>/dev/null || true
+      # go run waits for the program it started and leaves signals to the
+      # terminal's process group: stop the program itself.
+      pkill -INT -P "$pid" 2>/dev/null || true
+      kill -INT "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
       awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", b - a }'
       return 0
     fi
