@@ -109,3 +109,24 @@ func (s *Store) AllAgents(ctx context.Context) ([]*chat.Agent, error) { return s
 func (s *Store) AgentsInRoom(ctx context.Context, roomID int64) ([]*chat.Agent, error) {
 	return s.queryAgents(ctx, "WHERE a.id IN (SELECT agent_id FROM room_agents WHERE room_id = ?)", roomID)
 }
+
+// collect reads every row of a query with scan (what names the rows in
+// errors); an empty result is an empty list.
+func collect[T any](what string, rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, wh.Wrap(err, "read %s", what)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, wh.Wrap(err, "read %s", what)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wh.Wrap(err, "read %s", what)
+	}
+	return out, nil
+}

@@ -61,37 +61,13 @@ func (s *Store) Approvals(ctx context.Context, viewer *chat.User, state string) 
 		args = append(args, state)
 	}
 	rows, err := s.db.r.QueryContext(ctx, q+` ORDER BY p.created_at DESC LIMIT 200`, args...)
-	if err != nil {
-		return nil, wh.Wrap(err, "read approvals")
-	}
-	defer rows.Close()
-	out := []*chat.Approval{}
-	for rows.Next() {
-		p, err := scanApproval(rows)
-		if err != nil {
-			return nil, wh.Wrap(err, "read approvals")
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return collect("approvals", rows, err, scanApproval)
 }
 
 // PendingApprovalsInRoom lists the pending approvals of turns running in a room.
 func (s *Store) PendingApprovalsInRoom(ctx context.Context, roomName string) ([]*chat.Approval, error) {
 	rows, err := s.db.r.QueryContext(ctx, `SELECT `+approvalCols+` WHERE p.room = ? AND p.status = 'pending'`, roomName)
-	if err != nil {
-		return nil, wh.Wrap(err, "read approvals")
-	}
-	defer rows.Close()
-	var out []*chat.Approval
-	for rows.Next() {
-		p, err := scanApproval(rows)
-		if err != nil {
-			return nil, wh.Wrap(err, "read approvals")
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return collect("approvals", rows, err, scanApproval)
 }
 
 func applyApprovalRequested(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {

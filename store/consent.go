@@ -43,21 +43,13 @@ func (s *Store) queryBridges(ctx context.Context, where string, args ...any) ([]
 	// A deactivated owner's bridges count as revoked, also in the moment
 	// between the deactivation and the revocations that follow it.
 	rows, err := s.db.r.QueryContext(ctx, `SELECT b.id, u.name, b.name, b.public_key, b.created_at, b.revoked OR u.deactivated FROM bridges b JOIN users u ON u.id = b.owner_id `+where, args...)
-	if err != nil {
-		return nil, wh.Wrap(err, "read bridges")
-	}
-	defer rows.Close()
-	out := []chat.Bridge{}
-	for rows.Next() {
+	return collect("bridges", rows, err, func(sc scanner) (chat.Bridge, error) {
 		var b chat.Bridge
 		var at string
-		if err := rows.Scan(&b.ID, &b.Owner, &b.Name, &b.PublicKey, &at, &b.Revoked); err != nil {
-			return nil, wh.Wrap(err, "read bridges")
-		}
+		err := sc.Scan(&b.ID, &b.Owner, &b.Name, &b.PublicKey, &at, &b.Revoked)
 		b.CreatedAt, _ = time.Parse(time.RFC3339Nano, at)
-		out = append(out, b)
-	}
-	return out, rows.Err()
+		return b, err
+	})
 }
 
 func (s *Store) Invitation(ctx context.Context, id int64) (*chat.Invitation, error) {
@@ -79,21 +71,13 @@ func (s *Store) Invitations(ctx context.Context, actor *chat.User) ([]chat.Invit
 func (s *Store) queryInvitations(ctx context.Context, where string, args ...any) ([]chat.Invitation, error) {
 	rows, err := s.db.r.QueryContext(ctx, `SELECT i.id, r.name, u.name || '/' || a.name, u.name, i.requested_by, i.status, i.created_at
 		FROM invitations i JOIN rooms r ON r.id = i.room_id JOIN agents a ON a.id = i.agent_id JOIN users u ON u.id = a.owner_id `+where, args...)
-	if err != nil {
-		return nil, wh.Wrap(err, "read invitations")
-	}
-	defer rows.Close()
-	out := []chat.Invitation{}
-	for rows.Next() {
+	return collect("invitations", rows, err, func(sc scanner) (chat.Invitation, error) {
 		var in chat.Invitation
 		var at string
-		if err := rows.Scan(&in.ID, &in.Room, &in.Agent, &in.Owner, &in.RequestedBy, &in.Status, &at); err != nil {
-			return nil, wh.Wrap(err, "read invitations")
-		}
+		err := sc.Scan(&in.ID, &in.Room, &in.Agent, &in.Owner, &in.RequestedBy, &in.Status, &at)
 		in.At, _ = time.Parse(time.RFC3339Nano, at)
-		out = append(out, in)
-	}
-	return out, rows.Err()
+		return in, err
+	})
 }
 
 func applyInvitationCreated(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {

@@ -56,26 +56,18 @@ func applyBridgeDevices(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Eve
 func (s *Store) Devices(ctx context.Context, owner *chat.User) ([]chat.Device, error) {
 	rows, err := s.db.r.QueryContext(ctx, `SELECT d.id, d.name, d.kind, d.public_key, d.bridge_id, b.name, d.added_at, d.revoked, d.revoked_at
 		FROM devices d JOIN bridges b ON b.id = d.bridge_id WHERE b.owner_id = ? AND b.revoked = 0 ORDER BY d.added_at, d.id`, owner.ID)
-	if err != nil {
-		return nil, wh.Wrap(err, "read devices")
-	}
-	defer rows.Close()
-	out := []chat.Device{}
-	for rows.Next() {
+	return collect("devices", rows, err, func(sc scanner) (chat.Device, error) {
 		var d chat.Device
 		var added string
 		var revoked sql.NullString
-		if err := rows.Scan(&d.ID, &d.Name, &d.Kind, &d.PublicKey, &d.Bridge, &d.BridgeName, &added, &d.Revoked, &revoked); err != nil {
-			return nil, wh.Wrap(err, "read devices")
-		}
+		err := sc.Scan(&d.ID, &d.Name, &d.Kind, &d.PublicKey, &d.Bridge, &d.BridgeName, &added, &d.Revoked, &revoked)
 		d.AddedAt, _ = time.Parse(time.RFC3339Nano, added)
 		if revoked.Valid {
 			t, _ := time.Parse(time.RFC3339Nano, revoked.String)
 			d.RevokedAt = &t
 		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+		return d, err
+	})
 }
 
 func applyForgeryRefused(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
@@ -196,6 +188,12 @@ func scanRequest(sc scanner) (chat.Request, int64, error) {
 	return q, owner, err
 }
 
+// scanRequestRow is scanRequest without the owner's id.
+func scanRequestRow(sc scanner) (chat.Request, error) {
+	q, _, err := scanRequest(sc)
+	return q, err
+}
+
 func requestTx(ctx context.Context, tx *sql.Tx, steerID string) (chat.Request, int64, error) {
 	return scanRequest(tx.QueryRowContext(ctx, `SELECT `+requestCols+` WHERE s.id = ?`, steerID))
 }
@@ -215,19 +213,7 @@ func (s *Store) Request(ctx context.Context, steerID string) (chat.Request, erro
 func (s *Store) Requests(ctx context.Context, viewer *chat.User) ([]chat.Request, error) {
 	rows, err := s.db.r.QueryContext(ctx, `SELECT `+requestCols+` WHERE (a.owner_id = ? OR s.sender = ?) AND (s.status = 'held' OR s.forwarded_by != '' OR s.reason IN (?, ?))
 		ORDER BY s.message_id DESC LIMIT 100`, viewer.ID, viewer.Name, wire.ReasonModerated, wire.ReasonDeclined)
-	if err != nil {
-		return nil, wh.Wrap(err, "read requests")
-	}
-	defer rows.Close()
-	out := []chat.Request{}
-	for rows.Next() {
-		q, _, err := scanRequest(rows)
-		if err != nil {
-			return nil, wh.Wrap(err, "read requests")
-		}
-		out = append(out, q)
-	}
-	return out, rows.Err()
+	return collect("requests", rows, err, scanRequestRow)
 }
 
 func applySteerForwarded(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
@@ -310,17 +296,5 @@ func (s *Store) ExpiredHeldSteers(ctx context.Context, cutoff time.Time) ([]chat
 // their owners.
 func (s *Store) HeldSteersOf(ctx context.Context, messageID int64) ([]chat.Request, error) {
 	rows, err := s.db.r.QueryContext(ctx, `SELECT `+requestCols+` WHERE s.message_id = ? AND s.status = 'held' ORDER BY s.id`, messageID)
-	if err != nil {
-		return nil, wh.Wrap(err, "read requests")
-	}
-	defer rows.Close()
-	var out []chat.Request
-	for rows.Next() {
-		q, _, err := scanRequest(rows)
-		if err != nil {
-			return nil, wh.Wrap(err, "read requests")
-		}
-		out = append(out, q)
-	}
-	return out, rows.Err()
+	return collect("requests", rows, err, scanRequestRow)
 }
