@@ -145,6 +145,37 @@ func (s *suite) uploads(t *testing.T) {
 	if got != "build started\nbuild ok\n" {
 		t.Errorf("bob downloads %q", got)
 	}
+
+	// A file in a thread: alice replies under her message with a second log,
+	// attached in the thread's own composer; bob finds it in the thread.
+	msg := messageJS("alice", "the build log")
+	id := eval[string](t, a, msg+`.dataset.id`)
+	a.hover(t, messageSel(id))
+	a.click(t, messageSel(id)+" button.reply-thread")
+	a.visible(t, "#thread-panel #thread-composer")
+	path2 := filepath.Join(t.TempDir(), "rerun.log")
+	if err := os.WriteFile(path2, []byte("rerun ok\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.do(t, "attach rerun.log in the thread", chromedp.SetUploadFiles(css("#thread-file-input"), []string{path2}, chromedp.NodeReady))
+	a.visible(t, `#thread-attachments .attachment[data-state="ready"][data-name="rerun.log"]`)
+	if eval[bool](t, a, `!!document.querySelector('#attachments .attachment')`) {
+		t.Error("the thread's file shows in the room's composer too")
+	}
+	a.fill(t, "#thread-composer", "and the rerun")
+	a.do(t, "press Enter", pressEnter())
+	a.gone(t, "#thread-attachments .attachment")
+	reply := threadMessageJS("alice", "and the rerun")
+	a.waitJS(t, "the reply with its file", reply+`?.querySelector('a.file-link[download="rerun.log"]') != null`)
+	a.closeThread(t)
+	b.waitJS(t, "the thread line under the build log", messageJS("alice", "the build log")+`?.querySelector('.thread-line') != null`)
+	b.openThreadOf(t, messageJS("alice", "the build log"))
+	b.waitJS(t, "the reply's file in bob's thread", reply+`?.querySelector('a.file-link[download="rerun.log"]') != null`)
+	got = evalAwait[string](t, b, `fetch(`+reply+`.querySelector('a.file-link').href).then((r) => r.text())`)
+	if got != "rerun ok\n" {
+		t.Errorf("bob downloads %q from the thread", got)
+	}
+	b.closeThread(t)
 }
 
 // search: bob finds a message of #dev by a word and jumps to it; the same

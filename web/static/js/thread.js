@@ -16,13 +16,14 @@ import { turnWords } from './render/threadline.js';
 import { markRead, lastReadOf } from './unread.js';
 import { storeMessage } from './chatevents.js';
 import { initMentions } from './mentions.js';
+import { attacher } from './uploads.js';
 
 let open = null; // {room, root}
 let rootMsg = null;
 let els = new Map();
 let loading = false;
 let errorText = '';
-let panel, list, ta, form, err, toggle, toggleBox, sendBtn, mentions;
+let panel, list, ta, form, err, toggle, toggleBox, sendBtn, mentions, files;
 
 export function initThread() {
   ta = h('textarea', { id: 'thread-composer', rows: 1, placeholder: 'Reply in the thread', 'aria-label': 'Reply in the thread', autocomplete: 'off' });
@@ -44,6 +45,13 @@ export function initThread() {
       h('button', { id: 'thread-close', type: 'button', class: 'icon-button', 'aria-label': 'Close the thread', onclick: closeThread }, icon('close'))),
     list, form);
   document.getElementById('app-screen').append(panel);
+  files = attacher({
+    composerBox: form.querySelector('.composer-box'), textarea: ta, dropZone: panel,
+    ids: { input: 'thread-file-input', button: 'thread-attach-button', list: 'thread-attachments' },
+    key: () => (open ? `thread:${open.root}` : null),
+    room: () => open && open.room,
+    changed: () => { if (!err.hidden) err.hidden = true; },
+  });
 
   mentions = initMentions(ta, mentionList);
   form.addEventListener('submit', (e) => { e.preventDefault(); send(); });
@@ -87,6 +95,7 @@ export async function openThread(room, root, { focus = false, highlight = 0 } = 
     toggle.dataset.touched = '';
   }
   panel.hidden = false;
+  files.render();
   document.getElementById('app-screen').classList.add('thread-open');
   document.getElementById('thread-room').textContent = roomLabel(state.rooms.get(room)) || room;
   redraw();
@@ -104,6 +113,7 @@ export function closeThread() {
   els = new Map();
   if (!panel) return;
   panel.hidden = true;
+  files.render();
   document.getElementById('app-screen').classList.remove('thread-open');
   clear(list);
 }
@@ -231,7 +241,13 @@ async function send() {
   if (!open) return;
   const { room, root } = open;
   let text = ta.value;
-  if (!text.trim()) return;
+  const ready = files.ready();
+  if (!text.trim() && !(ready && ready.length)) return;
+  if (ready === null) {
+    err.textContent = 'Wait until your files are uploaded.';
+    err.hidden = false;
+    return;
+  }
   const t = threadAgent();
   const turns = {};
   if (t && toggle.checked) {
@@ -245,7 +261,8 @@ async function send() {
   ta.value = '';
   sendBtn.disabled = true;
   try {
-    const d = await api.post(room, text, turns, { thread: root });
+    const d = await api.post(room, text, turns, { thread: root, files: ready });
+    if (ready.length) files.clear(`thread:${root}`);
     if (d && d.message) {
       for (const r of d.receipts || []) if (mergeReceipt(r)) emit('receipt', r);
       storeMessage({ ...d.message, room: d.message.room || room });
