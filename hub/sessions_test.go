@@ -71,9 +71,13 @@ func TestSessionsEndOnEveryNode(t *testing.T) {
 		c.Must(200, "POST", "/api/v1/rooms/lobby/members", nil)
 		return c
 	}
-	// streams opens the credential's socket on both nodes.
+	// streams opens the credential's socket on both nodes, once node B
+	// knows it: a credential made on A reaches B through the log moments
+	// later (read-your-writes holds per node).
 	streams := func(c *testhub.Client) (*testhub.Stream, *testhub.Stream) {
-		sa, sb := c.Events(0, false), on(t, b, c).Events(0, false)
+		cb := on(t, b, c)
+		testhub.WaitFor(t, 10*time.Second, "node B knows the credential", func() bool { return cb.Do("GET", "/api/v1/me", nil).Status == 200 })
+		sa, sb := c.Events(0, false), cb.Events(0, false)
 		sa.Ready()
 		sb.Ready()
 		return sa, sb
