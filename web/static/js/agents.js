@@ -4,7 +4,7 @@
 
 import { api, ApiError } from './api.js';
 import { h, append, clear, avatar, toast, shortTurn } from './dom.js';
-import { state, on, emit, isMine, patchAgent } from './store.js';
+import { state, on, emit, isMine, patchAgent, liveMark, liveSince } from './store.js';
 import { policyForm, policySummary } from './policy.js';
 import { statusWord } from './mentions.js';
 import { confirmDialog } from './dialog.js';
@@ -28,7 +28,8 @@ export function initAgents() {
 export async function loadRoomAgents(room) {
   if (!room || state.features.agents === false) return;
   try {
-    const list = await api.roomAgents(room);
+    const mark = liveMark();
+    const list = liveSince(await api.roomAgents(room), mark);
     state.features.agents = true;
     state.roomAgents.set(room, list);
   } catch (ex) {
@@ -40,7 +41,8 @@ export async function loadRoomAgents(room) {
 
 export async function loadAllAgents() {
   try {
-    state.allAgents = await api.agents();
+    const mark = liveMark();
+    state.allAgents = liveSince(await api.agents(), mark);
     state.features.agents = true;
   } catch (ex) {
     if (ex instanceof ApiError && ex.missing) state.features.agents = false;

@@ -141,7 +141,25 @@ export function agentByHandle(handle) {
 }
 
 // Update an agent (from agent.status) wherever it appears.
+// Live agent changes (agent.status events and the caller's own edits),
+// newest last: a list fetched while one arrived is older than it.
+let liveN = 0;
+const live = new Map(); // handle → {n, fields}
+
+// liveMark is where the live changes stand now; liveSince applies to a
+// fetched list the changes that arrived after mark.
+export function liveMark() { return liveN; }
+export function liveSince(list, mark) {
+  for (const a of list) {
+    const l = live.get(a.handle);
+    if (l && l.n > mark) Object.assign(a, l.fields);
+  }
+  return list;
+}
+
 export function patchAgent(handle, fields) {
+  const prev = live.get(handle);
+  live.set(handle, { n: ++liveN, fields: { ...(prev ? prev.fields : {}), ...fields } });
   let changed = false;
   for (const list of [...state.roomAgents.values(), state.allAgents]) {
     for (const a of list) {
