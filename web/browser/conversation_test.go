@@ -215,6 +215,51 @@ func (s *suite) search(t *testing.T) {
 	a.gone(t, "#search-dialog")
 }
 
+// searchFarBack: a hit hundreds of messages back opens in a page around it
+// rather than by reading every page since; the view says it is not the
+// latest, scrolling down reads on, new messages wait below it, and "Back
+// to the latest" shows the newest.
+func (s *suite) searchFarBack(t *testing.T) {
+	b := s.bo
+	s.alice.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "logbook"})
+	s.alice.Must(200, "POST", "/api/v1/rooms/logbook/members", map[string]string{"user": "bob"})
+	s.alice.Post("logbook", "the walrus protocol draft is attached")
+	for i := 0; i < 600; i++ {
+		s.alice.Post("logbook", fmt.Sprintf("busy day %d", i))
+	}
+	// A browser opened since: only the latest page of #logbook, when opened.
+	b.do(t, "reload", chromedp.Reload())
+	b.visible(t, `.room-link[data-room="logbook"]`)
+	b.click(t, "#search-button")
+	b.visible(t, "#search-dialog #search-input")
+	b.fill(t, "#search-input", "walrus")
+	hit := `#search-results .search-result[data-room="logbook"]`
+	b.visible(t, hit+" mark")
+	id := eval[string](t, b, fmt.Sprintf(`document.querySelector(%s).dataset.id`, js(hit)))
+	b.click(t, hit+" button")
+	b.gone(t, "#search-dialog")
+	b.waitJS(t, "#logbook open at the message", fmt.Sprintf(`location.hash === '#/r/logbook' && !!document.querySelector(%s)`, js(messageSel(id)+".flash")))
+	if n := eval[int](t, b, `document.querySelectorAll('#messages .message[data-id]').length`); n > 200 {
+		t.Errorf("the jump loaded %d messages; want the page around the hit", n)
+	}
+	b.waitJS(t, "the way back to the latest", `!document.querySelector('#jump-latest').hidden && document.querySelector('#jump-latest').textContent.includes('Back to the latest')`)
+
+	// Scrolling down reads the next page.
+	before := eval[int](t, b, `document.querySelectorAll('#messages .message[data-id]').length`)
+	b.waitJS(t, "the next page below", fmt.Sprintf(`(() => { const l = document.querySelector('#messages'); l.scrollTop = l.scrollHeight; l.dispatchEvent(new Event('scroll')); return document.querySelectorAll('#messages .message[data-id]').length > %d; })()`, before))
+
+	// A new message waits below, not under the old page.
+	s.alice.Post("logbook", "fresh news from today")
+	fresh := messageJS("alice", "fresh news from today")
+	b.waitJS(t, "the room's last message id moved", `!document.querySelector('#jump-latest').hidden`)
+	if eval[bool](t, b, fresh+` !== null`) {
+		t.Error("a new message was appended under a page from the middle")
+	}
+	b.click(t, "#jump-latest")
+	b.waitJS(t, "the newest message", fresh)
+	b.waitJS(t, "the latest, at the bottom", `document.querySelector('#jump-latest').hidden`)
+}
+
 // unreadFollows: bob's unread count lives on the hub: a second browser of
 // his shows it, and reading on one clears it on the other, live.
 func (s *suite) unreadFollows(t *testing.T) {

@@ -65,6 +65,7 @@ func TestUI(t *testing.T) {
 	s.step(t, "EditAndReactionLive", s.editAndReact)
 	s.step(t, "ImagePastedAndShown", s.uploads)
 	s.step(t, "SearchOnlyReadableRooms", s.search)
+	s.step(t, "SearchJumpsFarBack", s.searchFarBack)
 	s.step(t, "UnreadFollowsThePerson", s.unreadFollows)
 	s.step(t, "NewUserLandsInGeneral", s.newUserInGeneral)
 	s.step(t, "TimelineDialog", s.timeline)

@@ -3,13 +3,15 @@
 
 import { api } from './api.js';
 import { h, clear, dayKey, announce } from './dom.js';
-import { state, on, logFor, mergeReceipt, roomLabel, receiptsFor } from './store.js';
+import { state, on, logFor, mergeReceipt, roomLabel, receiptsFor, RoomLog } from './store.js';
 import { messageEl, daySeparator } from './render/message.js';
 import { isActivity, ActivityGroup } from './render/activity.js';
 import { renderReceipts, receiptText } from './receipts.js';
 import { markRead } from './unread.js';
 
 const PAGE = 50;
+const AROUND = 100;   // a jump far back shows this many messages around the target
+const BACK_PAGES = 2; // pages of 200 read back in order before jumping there instead
 const GROUP_MS = 5 * 60 * 1000;
 
 const list = () => document.getElementById('messages');
@@ -29,7 +31,11 @@ export function initMessages() {
   list().addEventListener('scroll', onScroll, { passive: true });
   // Keep the newest message in view when the tray, banner or composer grows.
   new ResizeObserver(() => { if (stick) scrollToBottom(); }).observe(list());
-  jump().addEventListener('click', () => { scrollToBottom(); readIfAtBottom(); });
+  jump().addEventListener('click', () => {
+    if (room && logFor(room).detached) { backToLatest(); return; }
+    scrollToBottom();
+    readIfAtBottom();
+  });
   document.addEventListener('visibilitychange', readIfAtBottom);
   window.addEventListener('focus', readIfAtBottom);
   on('updated', (m) => { if (m.room === room && !m.thread) replaceEl(m.id); });
@@ -68,16 +74,25 @@ export function flash(el) {
   stick = nearBottom();
 }
 
-// jumpTo shows message id of the open room in context: loaded already, or
-// after loading older pages until it is.
+// jumpTo shows message id of the open room in context: loaded already,
+// after loading a few older pages, or — further back — in a page around it
+// (the room's view then starts there; "Back to the latest" returns).
 export async function jumpTo(name, id) {
   if (room !== name) return false;
-  const log = logFor(name);
   const deadline = Date.now() + 15000;
-  while (!log.byId.has(id) && room === name && Date.now() < deadline) {
+  let pages = 0;
+  for (;;) {
+    const log = logFor(name);
+    if (log.byId.has(id) || room !== name || Date.now() >= deadline) break;
     if (log.loading) { await new Promise((r) => setTimeout(r, 50)); continue; }
     if (!log.loaded) { await loadLatest(name); continue; }
-    if (log.reachedStart || id > log.newest) break;
+    if (id > log.newest && !log.detached) break; // not in the channel (a reply)
+    if (id > log.newest || (id < log.oldest && !log.reachedStart && pages >= BACK_PAGES)) {
+      await showAround(name, id);
+      break;
+    }
+    if (log.reachedStart || id > log.oldest) break;
+    pages++;
     log.loading = true;
     try {
       const d = await api.messages(name, { before: log.oldest, limit: 200 });
@@ -87,16 +102,89 @@ export async function jumpTo(name, id) {
     } catch { break; } finally { log.loading = false; }
     if (room === name) renderAll();
   }
+  if (room !== name) return false;
   const el = els.get(id);
   if (!el) return false;
   flash(el);
   return true;
 }
 
+// showAround replaces the room's view with the page around message id.
+async function showAround(name, id) {
+  const log = new RoomLog();
+  log.loading = true;
+  let d;
+  try {
+    d = await api.messages(name, { around: id, limit: AROUND });
+  } catch (err) {
+    errorText = `Could not load the message: ${err.message}`;
+    if (room === name) setTopIndicator();
+    return;
+  }
+  const ms = d.messages || [];
+  for (const m of ms) log.add(m);
+  for (const r of d.receipts || []) mergeReceipt(r);
+  log.loaded = true;
+  log.loading = false;
+  log.reachedStart = ms.filter((m) => m.id < id).length < AROUND / 2;
+  log.detached = ms.filter((m) => m.id >= id).length >= AROUND - AROUND / 2;
+  state.logs.set(name, log);
+  if (room !== name) return;
+  renderAll();
+  showJump();
+}
+
+// backToLatest leaves a page from the middle for the newest messages.
+async function backToLatest() {
+  const name = room;
+  if (!name) return;
+  state.logs.set(name, new RoomLog());
+  renderAll();
+  await loadLatest(name);
+}
+
+// loadNewer reads the page after a detached view's newest message; once a
+// page comes back short the view is the latest again.
+async function loadNewer() {
+  const name = room;
+  if (!name) return;
+  const log = logFor(name);
+  if (log.loading || !log.detached) return;
+  log.loading = true;
+  try {
+    const d = await api.messages(name, { after: log.newest, limit: PAGE });
+    const ms = d.messages || [];
+    log.detached = false;
+    for (const m of ms) log.add(m);
+    for (const r of d.receipts || []) mergeReceipt(r);
+    // Short: the latest, unless a message arrived live meanwhile that the
+    // page did not have.
+    log.detached = ms.length >= PAGE || log.skipped > log.newest;
+  } catch (err) {
+    errorText = `Could not load newer messages: ${err.message}`;
+  } finally {
+    log.loading = false;
+  }
+  if (room !== name) return;
+  const el = list();
+  const top = el.scrollTop;
+  renderAll();
+  el.scrollTop = top;
+  showJump();
+}
+
+// showJump offers the newest messages: below, or (detached) to load.
+function showJump() {
+  const detached = room && logFor(room).detached;
+  jump().textContent = detached ? 'Back to the latest ↓' : 'New messages ↓';
+  jump().hidden = !detached && nearBottom();
+}
+
 export async function showRoom(name) {
   room = name;
   errorText = '';
   jump().hidden = true;
+  if (logFor(name).detached) state.logs.set(name, new RoomLog()); // a room opens at its latest
   const log = logFor(name);
   renderAll();
   scrollToBottom();
@@ -174,7 +262,11 @@ function onScroll() {
   // Scrolls we made ourselves keep the list pinned; the reader's own decide.
   if (el.scrollTop !== ourTop) stick = nearBottom();
   if (el.scrollTop < 300) loadOlder();
-  if (nearBottom()) { jump().hidden = true; readIfAtBottom(); }
+  if (nearBottom()) {
+    if (room && logFor(room).detached) { loadNewer(); return; }
+    jump().hidden = true;
+    readIfAtBottom();
+  }
 }
 
 function nearBottom() {
@@ -187,12 +279,13 @@ function scrollToBottom() {
   el.scrollTop = el.scrollHeight;
   ourTop = el.scrollTop;
   stick = true;
-  jump().hidden = true;
+  if (!(room && logFor(room).detached)) jump().hidden = true;
 }
 
 function readIfAtBottom() {
   if (!room || document.hidden || !nearBottom()) return;
   const log = logFor(room);
+  if (log.detached) return; // the bottom of a page from the middle is not the newest
   if (log.newest) markRead(room, log.newest);
 }
 
@@ -279,6 +372,13 @@ export function messageArrived(m) {
   if (m.room !== room) return;
   const log = logFor(room);
   if (!log.loaded) return; // the first page will include it
+  const mine = m.authorKind === 'user' && m.author === state.me?.name;
+  if (log.detached) {
+    // Not kept: the view is a page from the middle. One's own message
+    // brings the latest back; others' are waiting below.
+    if (mine) backToLatest(); else showJump();
+    return;
+  }
   const atBottom = stick || nearBottom();
   const empty = list().querySelector('.empty-messages');
   if (empty) { renderAll(); }
@@ -289,12 +389,11 @@ export function messageArrived(m) {
     renderAll();
     el.scrollTop = el.scrollHeight - fromBottom;
   }
-  const mine = m.authorKind === 'user' && m.author === state.me?.name;
   if (atBottom || mine) {
     scrollToBottom();
     readIfAtBottom();
   } else {
-    jump().hidden = false;
+    showJump();
   }
 }
 

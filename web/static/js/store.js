@@ -34,13 +34,24 @@ export class RoomLog {
     this.ids = [];
     this.loaded = false;       // the newest page was fetched
     this.reachedStart = false; // nothing older exists
+    // detached: a page from the middle of the history (a jump far back);
+    // newer messages exist that are not loaded. The log stays one unbroken
+    // run: a newer message arriving live is not kept (skipped notes the
+    // newest such id), the view offers the latest instead.
+    this.detached = false;
+    this.skipped = 0;
     this.loading = false;
   }
-  // add returns true if the message is new to this log.
+  // add returns true if the message is new to this log (or, detached, newer
+  // than it and not kept).
   add(m) {
     if (this.byId.has(m.id)) {
       this.byId.set(m.id, m);
       return false;
+    }
+    if (this.detached && this.ids.length && m.id > this.newest) {
+      this.skipped = Math.max(this.skipped, m.id);
+      return true;
     }
     this.byId.set(m.id, m);
     const ids = this.ids;

@@ -223,7 +223,8 @@ function redraw() {
 function readReplies() {
   if (!open || document.hidden) return;
   const newest = threadLog(open.root).newest;
-  if (newest && logFor(open.room).newest <= lastReadOf(open.room)) markRead(open.room, newest);
+  const ch = logFor(open.room);
+  if (newest && !ch.detached && ch.newest <= lastReadOf(open.room)) markRead(open.room, newest);
 }
 
 function threadTurns() {
