@@ -187,14 +187,19 @@ func (l *Link) route(m jetstream.Msg) {
 			m.NakWithDelay(time.Second)
 			return
 		}
-		l.routeSteers(steers)
+		delivered := l.routeSteers(steers)
 		// Mentions the owner reads first (moderated): the owner hears of
-		// them once the projection has committed them.
-		if err := l.rooms.Log.WaitApplied(ctx, seq); err != nil {
+		// them once the projection has committed them, while the others
+		// are being delivered.
+		err = l.rooms.Log.WaitApplied(ctx, seq)
+		if err == nil {
+			l.noteHeld(ctx, int64(seq))
+		}
+		delivered()
+		if err != nil {
 			m.NakWithDelay(time.Second)
 			return
 		}
-		l.noteHeld(ctx, int64(seq))
 	case chat.EvSteerForwarded:
 		if err := l.rooms.Log.WaitApplied(ctx, seq); err != nil {
 			m.NakWithDelay(time.Second)
@@ -234,9 +239,10 @@ func (l *Link) noteHeld(ctx context.Context, msgID int64) {
 	}
 }
 
-// routeSteers delivers a message's pending steers, each through its
-// agent's queue (steers to one agent keep their order).
-func (l *Link) routeSteers(steers []store.Outbound) {
+// routeSteers hands a message's pending steers to their agents' queues
+// (steers to one agent keep their order); the function it returns waits
+// until each has been delivered or refused.
+func (l *Link) routeSteers(steers []store.Outbound) (wait func()) {
 	var wg sync.WaitGroup
 	for _, o := range steers {
 		wg.Add(1)
@@ -244,7 +250,7 @@ func (l *Link) routeSteers(steers []store.Outbound) {
 			wg.Done()
 		}
 	}
-	wg.Wait()
+	return wg.Wait
 }
 
 // routeForwarded delivers a moderated mention its owner forwarded.
