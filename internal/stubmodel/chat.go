@@ -25,11 +25,9 @@ type ChatServer struct {
 	srv    *httptest.Server
 	closed chan struct{}
 
-	mu       sync.Mutex
-	script   []ChatReply
-	respond  func(*ChatRequest) (ChatReply, bool)
-	fallback ChatReply
-	reqs     recorded[*ChatRequest]
+	mu      sync.Mutex // guards closed
+	replies replies[*ChatRequest, ChatReply]
+	reqs    recorded[*ChatRequest]
 }
 
 // ChatReply is one scripted answer.
@@ -109,7 +107,8 @@ type ChatMessage struct {
 // ends. The fallback answers "stub reply #N".
 func NewChat(t testing.TB, script ...ChatReply) *ChatServer {
 	t.Helper()
-	s := &ChatServer{closed: make(chan struct{}), script: script}
+	s := &ChatServer{closed: make(chan struct{})}
+	s.replies.push(script...)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.serveChat)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
@@ -141,26 +140,14 @@ func (s *ChatServer) Close() {
 }
 
 // Push appends replies to the script.
-func (s *ChatServer) Push(replies ...ChatReply) {
-	s.mu.Lock()
-	s.script = append(s.script, replies...)
-	s.mu.Unlock()
-}
+func (s *ChatServer) Push(replies ...ChatReply) { s.replies.push(replies...) }
 
 // SetFallback sets the reply used when the script is empty.
-func (s *ChatServer) SetFallback(r ChatReply) {
-	s.mu.Lock()
-	s.fallback = r
-	s.mu.Unlock()
-}
+func (s *ChatServer) SetFallback(r ChatReply) { s.replies.setFallback(r) }
 
 // SetResponder installs a function consulted before the script: if it
 // returns ok, its reply is used and the script is left alone.
-func (s *ChatServer) SetResponder(f func(*ChatRequest) (ChatReply, bool)) {
-	s.mu.Lock()
-	s.respond = f
-	s.mu.Unlock()
-}
+func (s *ChatServer) SetResponder(f func(*ChatRequest) (ChatReply, bool)) { s.replies.setResponder(f) }
 
 // Requests returns the requests recorded so far.
 func (s *ChatServer) Requests() []*ChatRequest {
@@ -230,21 +217,12 @@ func (s *ChatServer) serveChat(w http.ResponseWriter, hr *http.Request) {
 		req.Tools = append(req.Tools, t.Function.Name)
 	}
 
-	s.mu.Lock()
-	s.reqs.add(func(n int) *ChatRequest { req.N = n; return req })
-	reply, ok := ChatReply{}, false
-	if s.respond != nil {
-		reply, ok = s.respond(req)
+	_, reply, fallback := s.replies.take(func() *ChatRequest {
+		return s.reqs.add(func(n int) *ChatRequest { req.N = n; return req })
+	})
+	if fallback && reply.Text == "" && reply.ToolCalls == nil && reply.Raw == "" && reply.Status == 0 && reply.Hold == nil {
+		reply.Text = fmt.Sprintf("stub reply #%d", req.N)
 	}
-	if !ok {
-		reply = s.fallback
-		if len(s.script) > 0 {
-			reply, s.script = s.script[0], s.script[1:]
-		} else if reply.Text == "" && reply.ToolCalls == nil && reply.Raw == "" && reply.Status == 0 && reply.Hold == nil {
-			reply.Text = fmt.Sprintf("stub reply #%d", req.N)
-		}
-	}
-	s.mu.Unlock()
 	defer close(req.Done)
 
 	ctx, cancel := context.WithCancel(hr.Context())

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -20,11 +19,8 @@ import (
 type MessagesServer struct {
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	script   []MessagesReply
-	respond  func(MessagesRequest) (MessagesReply, bool)
-	fallback MessagesReply
-	reqs     recorded[MessagesRequest]
+	replies replies[MessagesRequest, MessagesReply]
+	reqs    recorded[MessagesRequest]
 }
 
 // MessagesReply is one scripted answer.
@@ -63,7 +59,8 @@ type MessagesRequest struct {
 // NewMessagesServer starts a stub on a random loopback port. The default
 // answer, when the script is empty, is the text "done".
 func NewMessagesServer() *MessagesServer {
-	s := &MessagesServer{fallback: MessagesReply{Text: "done"}}
+	s := &MessagesServer{}
+	s.replies.setFallback(MessagesReply{Text: "done"})
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -79,25 +76,15 @@ func (s *MessagesServer) Close() {
 }
 
 // Script appends replies, answered in order, one per model request.
-func (s *MessagesServer) Script(replies ...MessagesReply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.script = append(s.script, replies...)
-}
+func (s *MessagesServer) Script(replies ...MessagesReply) { s.replies.push(replies...) }
 
 // SetFallback sets the reply used when the script is empty.
-func (s *MessagesServer) SetFallback(r MessagesReply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fallback = r
-}
+func (s *MessagesServer) SetFallback(r MessagesReply) { s.replies.setFallback(r) }
 
 // SetResponder installs a function consulted before the script: if it
 // returns ok, its reply is used and the script is left alone.
 func (s *MessagesServer) SetResponder(f func(MessagesRequest) (MessagesReply, bool)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.respond = f
+	s.replies.setResponder(f)
 }
 
 // Requests returns a copy of every request recorded so far.
@@ -123,19 +110,8 @@ func (s *MessagesServer) record(r *http.Request, body []byte) MessagesRequest {
 }
 
 func (s *MessagesServer) next(req MessagesRequest) MessagesReply {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.respond != nil {
-		if r, ok := s.respond(req); ok {
-			return r
-		}
-	}
-	if len(s.script) > 0 {
-		r := s.script[0]
-		s.script = s.script[1:]
-		return r
-	}
-	return s.fallback
+	_, r, _ := s.replies.take(func() MessagesRequest { return req })
+	return r
 }
 
 func (s *MessagesServer) serve(w http.ResponseWriter, r *http.Request) {

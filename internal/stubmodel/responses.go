@@ -24,9 +24,8 @@ type Responses struct {
 	srv    *httptest.Server
 	closed chan struct{}
 
-	mu       sync.Mutex
-	script   []ResponsesReply
-	fallback ResponsesReply
+	mu       sync.Mutex // guards closed
+	replies  replies[*ResponsesRequest, ResponsesReply]
 	requests recorded[*ResponsesRequest]
 }
 
@@ -57,11 +56,9 @@ type ResponsesInputItem struct {
 // test ends.
 func NewResponses(t testing.TB, script ...ResponsesReply) *Responses {
 	t.Helper()
-	r := &Responses{
-		closed: make(chan struct{}),
-		script: script,
-	}
-	r.fallback = func(s *ResponsesStream) { Text(fmt.Sprintf("stub reply #%d", s.Req.N))(s) }
+	r := &Responses{closed: make(chan struct{})}
+	r.replies.push(script...)
+	r.replies.setFallback(func(s *ResponsesStream) { Text(fmt.Sprintf("stub reply #%d", s.Req.N))(s) })
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/responses", r.serveResponses)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
@@ -92,18 +89,10 @@ func (r *Responses) Close() {
 }
 
 // Push appends replies to the script.
-func (r *Responses) Push(replies ...ResponsesReply) {
-	r.mu.Lock()
-	r.script = append(r.script, replies...)
-	r.mu.Unlock()
-}
+func (r *Responses) Push(replies ...ResponsesReply) { r.replies.push(replies...) }
 
 // SetFallback sets the reply used when the script is empty.
-func (r *Responses) SetFallback(reply ResponsesReply) {
-	r.mu.Lock()
-	r.fallback = reply
-	r.mu.Unlock()
-}
+func (r *Responses) SetFallback(reply ResponsesReply) { r.replies.setFallback(reply) }
 
 // Requests returns the requests recorded so far.
 func (r *Responses) Requests() []*ResponsesRequest {
@@ -133,14 +122,9 @@ func (r *Responses) serveResponses(w http.ResponseWriter, hr *http.Request) {
 	}
 	req.Input = parsed.Input
 
-	r.mu.Lock()
-	r.requests.add(func(n int) *ResponsesRequest { req.N = n; return req })
-	reply := r.fallback
-	if len(r.script) > 0 {
-		reply = r.script[0]
-		r.script = r.script[1:]
-	}
-	r.mu.Unlock()
+	_, reply, _ := r.replies.take(func() *ResponsesRequest {
+		return r.requests.add(func(n int) *ResponsesRequest { req.N = n; return req })
+	})
 
 	ctx, cancel := context.WithCancel(hr.Context())
 	defer cancel()
