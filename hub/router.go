@@ -182,7 +182,7 @@ func (l *Link) route(m jetstream.Msg) {
 	case chat.EvMessagePosted:
 		// The projection decides who may be reached; this node's decision
 		// is enough, its commit need not be waited for.
-		steers, err := l.rooms.DecidedSteers(ctx, int64(seq), func() bool { return l.rooms.Log.Applied() >= seq }, l.rooms.Log.Changed)
+		steers, mayHold, err := l.rooms.DecidedSteers(ctx, int64(seq), func() bool { return l.rooms.Log.Applied() >= seq }, l.rooms.Log.Changed)
 		if err != nil {
 			m.NakWithDelay(time.Second)
 			return
@@ -191,9 +191,10 @@ func (l *Link) route(m jetstream.Msg) {
 		// Mentions the owner reads first (moderated): the owner hears of
 		// them once the projection has committed them, while the others
 		// are being delivered.
-		err = l.rooms.Log.WaitApplied(ctx, seq)
-		if err == nil {
-			l.noteHeld(ctx, int64(seq))
+		if mayHold {
+			if err = l.rooms.Log.WaitApplied(ctx, seq); err == nil {
+				l.noteHeld(ctx, int64(seq))
+			}
 		}
 		delivered()
 		if err != nil {

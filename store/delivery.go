@@ -61,6 +61,7 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 				// The owner reads it first: it waits, and the owner is told.
 				exp := at.Add(HeldTTL)
 				st.status, st.reason, st.detail, st.expires = wire.StatusHeld, wire.ReasonModerated, "waiting for @"+a.Owner, &exp
+				noteHeldMention(ctx)
 			case !dec.Allow:
 				st.status, st.reason, st.detail = wire.StatusRejected, dec.Reason, dec.Message
 			case a.Bridge == "":
@@ -447,8 +448,8 @@ const postedText = `COALESCE((SELECT e.old_text FROM message_edits e WHERE e.mes
 // router, with the message they carry. Those of a message applied moments
 // ago come from the projector's memory, the rest from the database.
 func (s *Store) PendingSteersOf(ctx context.Context, messageID int64) ([]Outbound, error) {
-	if out, ok := s.recent.take(messageID, time.Now()); ok {
-		return out, nil
+	if e, ok := s.recent.take(messageID, time.Now()); ok {
+		return e.out, nil
 	}
 	rows, err := s.db.stmt(ctx, outboundQuery+` WHERE s.message_id = ? AND s.status = 'pending' ORDER BY s.id`).QueryContext(ctx, messageID)
 	if err != nil {

@@ -27,14 +27,15 @@ type recentSteers struct {
 }
 
 type recentEntry struct {
-	at  time.Time
-	out []Outbound
+	at   time.Time
+	out  []Outbound
+	held bool // the message also holds mentions for their owners
 }
 
-// put keeps a message's pending steers and reports whether it woke a
-// router waiting for them.
-func (r *recentSteers) put(out []Outbound, now time.Time) (woke bool) {
-	if len(out) == 0 {
+// put keeps message id's pending steers (and whether it holds mentions)
+// and reports whether it woke a router waiting for them.
+func (r *recentSteers) put(id int64, out []Outbound, held bool, now time.Time) (woke bool) {
+	if len(out) == 0 && !held {
 		return false
 	}
 	r.mu.Lock()
@@ -46,13 +47,12 @@ func (r *recentSteers) put(out []Outbound, now time.Time) (woke bool) {
 		delete(r.byMsg, r.order[0])
 		r.order = r.order[1:]
 	}
-	// One event's steers, all of one message: a second put of the same
-	// message (the event applied again) replaces the first.
-	id := out[0].MessageID
+	// A second put of the same message (the event applied again) replaces
+	// the first.
 	if _, ok := r.byMsg[id]; !ok {
 		r.order = append(r.order, id)
 	}
-	r.byMsg[id] = recentEntry{at: now, out: out}
+	r.byMsg[id] = recentEntry{at: now, out: out, held: held}
 	if r.changed != nil {
 		close(r.changed)
 		r.changed = nil
@@ -71,20 +71,20 @@ func (r *recentSteers) changes() <-chan struct{} {
 	return r.changed
 }
 
-// take returns and forgets the pending steers of a message applied less
-// than recentTTL ago.
-func (r *recentSteers) take(messageID int64, now time.Time) ([]Outbound, bool) {
+// take returns and forgets the entry of a message applied less than
+// recentTTL ago.
+func (r *recentSteers) take(messageID int64, now time.Time) (recentEntry, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.byMsg[messageID]
 	if !ok {
-		return nil, false
+		return recentEntry{}, false
 	}
 	delete(r.byMsg, messageID) // its key leaves order when it ages out
 	if now.Sub(e.at) > recentTTL {
-		return nil, false
+		return recentEntry{}, false
 	}
-	return e.out, true
+	return e, true
 }
 
 // DecidedSteers returns a message's pending steers as soon as this node's
@@ -92,32 +92,45 @@ func (r *recentSteers) take(messageID int64, now time.Time) ([]Outbound, bool) {
 // reports whether the projection has committed the message, and changed
 // returns a channel closed when that may have changed. A message applied
 // with no steers in memory (none pending, or taken already) is read from
-// the database.
-func (s *Store) DecidedSteers(ctx context.Context, messageID int64, applied func() bool, changed func() <-chan struct{}) ([]Outbound, error) {
+// the database. mayHold is false when the message is known to hold no
+// mentions for their owners (HeldSteersOf need not be asked).
+func (s *Store) DecidedSteers(ctx context.Context, messageID int64, applied func() bool, changed func() <-chan struct{}) (out []Outbound, mayHold bool, err error) {
 	for {
 		puts, commits := s.recent.changes(), changed()
-		if out, ok := s.recent.take(messageID, time.Now()); ok {
-			return out, nil
+		if e, ok := s.recent.take(messageID, time.Now()); ok {
+			return e.out, e.held, nil
 		}
 		if applied() {
-			return s.PendingSteersOf(ctx, messageID)
+			out, err := s.PendingSteersOf(ctx, messageID)
+			return out, true, err
 		}
 		select {
 		case <-puts:
 		case <-commits:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 }
 
-// pendingNotes collects the steers one event records as pending.
-type pendingNotes struct{ out []Outbound }
+// pendingNotes collects the steers one event records as pending, and
+// whether it held any for their owners.
+type pendingNotes struct {
+	out  []Outbound
+	held bool
+}
 
 type pendingNotesKey struct{}
 
 func notePending(ctx context.Context, o Outbound) {
 	if n, ok := ctx.Value(pendingNotesKey{}).(*pendingNotes); ok {
 		n.out = append(n.out, o)
+	}
+}
+
+// noteHeldMention notes that an event held a mention for its owner.
+func noteHeldMention(ctx context.Context) {
+	if n, ok := ctx.Value(pendingNotesKey{}).(*pendingNotes); ok {
+		n.held = true
 	}
 }

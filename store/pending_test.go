@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // The steers the router takes from the projector's memory are the ones it
@@ -58,5 +59,32 @@ func comparePending(t *testing.T, b *benchStore, msg int64) {
 	mem[0].SentAt, db[0].SentAt = mem[0].SentAt.UTC(), db[0].SentAt.UTC()
 	if !reflect.DeepEqual(mem[0], db[0]) {
 		t.Fatalf("from memory\n%+v\nfrom the database\n%+v", mem[0], db[0])
+	}
+}
+
+// The router asks the database for held mentions only when the projector
+// says the message may hold one: never for a mention that was simply
+// allowed, always for one the owner reads first.
+func TestDecidedSteersSayWhetherAMentionIsHeld(t *testing.T) {
+	b := newBenchStore(t, 2, true) // u1 is a member; u0/a takes members' mentions
+	ctx := context.Background()
+	never := func() bool { return false }
+	changed := func() <-chan struct{} { return make(chan struct{}) }
+
+	b.apply(t, messageEvent(t, "u1", "@u0/a allowed"))
+	out, mayHold, err := b.s.DecidedSteers(ctx, int64(b.seq), never, changed)
+	if err != nil || len(out) != 1 || mayHold {
+		t.Fatalf("an allowed mention: %d steers, mayHold %v, %v", len(out), mayHold, err)
+	}
+
+	b.apply(t, event(t, chat.EvAgentPolicy, chat.AgentPolicy{Handle: "u0/a", Policy: wire.Policy{Address: wire.AddressModerate}, By: "u0"}))
+	b.apply(t, messageEvent(t, "u1", "@u0/a held for the owner"))
+	out, mayHold, err = b.s.DecidedSteers(ctx, int64(b.seq), never, changed)
+	if err != nil || len(out) != 0 || !mayHold {
+		t.Fatalf("a moderated mention: %d steers, mayHold %v, %v", len(out), mayHold, err)
+	}
+	held, err := b.s.HeldSteersOf(ctx, int64(b.seq))
+	if err != nil || len(held) != 1 {
+		t.Fatalf("held %v, %v", held, err)
 	}
 }

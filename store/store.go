@@ -131,7 +131,7 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 			// The router may deliver these now: the decision is made, and
 			// applying the event again (after a failed commit) makes the
 			// same one (the bridge answers a steer id once).
-			if s.recent.put(notes.out, time.Now()) {
+			if s.recent.put(int64(e.Seq), notes.out, notes.held, time.Now()) {
 				// Let the router run now: woken from here, it would
 				// otherwise wait for this processor until the commit.
 				runtime.Gosched()
