@@ -154,6 +154,16 @@ export function shortTurn(id) {
   return s.length <= 16 ? s : `${s.slice(0, 8)}…${s.slice(-4)}`;
 }
 
+// replaceToken puts insert in the text box ta in place of the typed token
+// {start, end} (one space after it is absorbed), moves the caret after it
+// (the caller tells the box's listeners).
+export function replaceToken(ta, token, insert) {
+  const v = ta.value;
+  ta.value = v.slice(0, token.start) + insert + v.slice(token.end).replace(/^ /, '');
+  const caret = token.start + insert.length;
+  ta.setSelectionRange(caret, caret);
+}
+
 export function debounce(fn, ms) {
   let t;
   return (...args) => { clearTimeout(t); t = setTimeout(() => fn(...args), ms); };

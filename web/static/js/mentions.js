@@ -2,7 +2,7 @@
 // the open room (agents with owner and status). A WAI-ARIA combobox: arrow
 // keys move, Enter or Tab picks, Esc closes.
 
-import { h, clear, avatar } from './dom.js';
+import { h, clear, avatar, replaceToken } from './dom.js';
 import { state } from './store.js';
 
 const MAX = 8;
@@ -83,11 +83,7 @@ export function initMentions(ta, listEl, { suppress } = {}) {
   function pick(i) {
     const c = items[i];
     if (!c || !token) return;
-    const insert = '@' + c.value + ' ';
-    const v = ta.value;
-    ta.value = v.slice(0, token.start) + insert + v.slice(token.end).replace(/^ /, '');
-    const caret = token.start + insert.length;
-    ta.setSelectionRange(caret, caret);
+    replaceToken(ta, token, '@' + c.value + ' ');
     close();
     ta.dispatchEvent(new Event('input', { bubbles: true }));
     ta.focus();

@@ -5,7 +5,7 @@
 // start posts text that begins with "/".
 
 import { api, ApiError } from './api.js';
-import { h, clear, avatar, toast } from './dom.js';
+import { h, clear, avatar, toast, replaceToken } from './dom.js';
 import { state, isDM, roomLabel, agentOwner } from './store.js';
 import { actions } from './actions.js';
 import { confirmDialog } from './dialog.js';
@@ -134,11 +134,7 @@ export function initSlash(ta, box) {
   function pick(i) {
     const c = items[i];
     if (!c || !token) return;
-    const insert = c.value + ' ';
-    const v = ta.value;
-    ta.value = v.slice(0, token.start) + insert + v.slice(token.end).replace(/^ /, '');
-    const caret = token.start + insert.length;
-    ta.setSelectionRange(caret, caret);
+    replaceToken(ta, token, c.value + ' ');
     close();
     ta.dispatchEvent(new Event('input', { bubbles: true }));
     ta.focus();
