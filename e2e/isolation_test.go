@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,37 +24,16 @@ func TestBridgeIsolation(t *testing.T) {
 	a := h.Pair(alice, "a")
 	b := h.Pair(bob, "b")
 
-	var mu sync.Mutex
-	var violations []string
+	var violations testhub.Violations
 	nc, err := a.Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		mu.Lock()
-		violations = append(violations, err.Error())
-		mu.Unlock()
-	})
+	nc.SetErrorHandler(violations.Handler)
 	expectViolation := func(t *testing.T, what string, do func() error) {
 		t.Helper()
-		mu.Lock()
-		before := len(violations)
-		mu.Unlock()
-		if err := do(); err != nil && !strings.Contains(strings.ToLower(err.Error()), "permission") {
-			t.Fatalf("%s: %v", what, err)
-		}
-		nc.Flush()
-		testhub.WaitFor(t, 5*time.Second, "permissions violation for "+what, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, v := range violations[before:] {
-				if strings.Contains(strings.ToLower(v), "permissions violation") {
-					return true
-				}
-			}
-			return false
-		})
+		violations.Refused(t, nc, what, do)
 	}
 	noop := func(*nats.Msg) {}
 	t.Run("CannotReadOtherBridge", func(t *testing.T) {

@@ -115,15 +115,10 @@ func TestLocalCluster(t *testing.T) {
 	})
 
 	// A second connection with Alice's key, through hub 1, probes the fences.
-	var mu sync.Mutex
-	var violations []string
+	var violations testhub.Violations
 	lost := make(chan struct{}, 1)
 	nc, err := a.Dial("probe",
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			mu.Lock()
-			violations = append(violations, err.Error())
-			mu.Unlock()
-		}),
+		nats.ErrorHandler(violations.Handler),
 		nats.DisconnectErrHandler(func(*nats.Conn, error) {
 			select {
 			case lost <- struct{}{}:
@@ -136,23 +131,7 @@ func TestLocalCluster(t *testing.T) {
 	defer nc.Close()
 	refused := func(t *testing.T, what string, do func() error) {
 		t.Helper()
-		mu.Lock()
-		before := len(violations)
-		mu.Unlock()
-		if err := do(); err != nil && !strings.Contains(strings.ToLower(err.Error()), "permission") {
-			t.Fatalf("%s: %v", what, err)
-		}
-		nc.Flush()
-		testhub.WaitFor(t, 5*time.Second, "a permissions violation for "+what, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, v := range violations[before:] {
-				if strings.Contains(strings.ToLower(v), "permissions violation") {
-					return true
-				}
-			}
-			return false
-		})
+		violations.Refused(t, nc, what, do)
 	}
 	noop := func(*nats.Msg) {}
 	t.Run("OnlyOwnSubjects", func(t *testing.T) {
