@@ -17,6 +17,7 @@ import (
 
 	wheelhouse "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/internal/procgroup"
 )
 
 // Process lifetimes.
@@ -73,7 +74,7 @@ func (h *Harness) spawn(ctx context.Context, resumeID string) (*session, error) 
 	stderr := &stderrLog{log: h.log}
 	cmd.Stderr = stderr
 	cmd.WaitDelay = exitGrace
-	ownGroup(cmd)
+	procgroup.Own(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, wheelhouse.Wrap(err, "cannot open a pipe to codex")
@@ -113,7 +114,7 @@ func (h *Harness) spawn(ctx context.Context, resumeID string) (*session, error) 
 	go s.monitor(stdoutR)
 
 	if err := s.handshake(ctx, resumeID); err != nil {
-		killGroup(cmd)
+		procgroup.Kill(cmd)
 		<-s.exited
 		msg := "codex app-server did not start; run `codex app-server` by hand to see why"
 		if errors.Is(err, errConnClosed) {
@@ -135,7 +136,7 @@ func (s *session) monitor(stdout *os.File) {
 	var err error
 	select {
 	case <-s.conn.Done():
-		killGroup(s.cmd) // output ended: the process is of no use any more
+		procgroup.Kill(s.cmd) // output ended: the process is of no use any more
 		err = <-waitErr
 	case err = <-waitErr:
 		grace := time.NewTimer(exitGrace)
@@ -147,7 +148,7 @@ func (s *session) monitor(stdout *os.File) {
 		}
 		grace.Stop()
 	}
-	killGroup(s.cmd) // commands codex left behind
+	procgroup.Kill(s.cmd) // commands codex left behind
 	stdout.Close()
 	s.exitErr = err
 	close(s.exited)
@@ -162,7 +163,7 @@ func (s *session) shutdown() {
 	select {
 	case <-s.exited:
 	case <-t.C:
-		killGroup(s.cmd)
+		procgroup.Kill(s.cmd)
 		<-s.exited
 	}
 	s.dropApprovals()

@@ -19,6 +19,7 @@ import (
 
 	wheelhouse "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/internal/procgroup"
 )
 
 // Kind is the harness name in the bridge config.
@@ -214,7 +215,7 @@ func (a *Agent) command(text string) *exec.Cmd {
 		cmd.Stdin = strings.NewReader(text)
 	}
 	cmd.WaitDelay = pipeGrace
-	ownGroup(cmd)
+	procgroup.Own(cmd)
 	return cmd
 }
 
@@ -288,7 +289,7 @@ func (a *Agent) Interrupt(ctx context.Context, turnID string) error {
 	}
 	r.interrupted = true
 	a.log.Info("interrupting turn", "turn", r.id)
-	if err := signalGroup(r.cmd, a.grace == 0); err != nil {
+	if err := procgroup.Signal(r.cmd, a.grace == 0); err != nil {
 		a.log.Warn("signal process group", "turn", r.id, "err", err)
 	}
 	if a.grace > 0 {
@@ -306,7 +307,7 @@ func (a *Agent) killAfter(r *run, grace time.Duration) {
 	select {
 	case <-r.done:
 	case <-t.C:
-		_ = signalGroup(r.cmd, true)
+		_ = procgroup.Signal(r.cmd, true)
 	}
 }
 
@@ -317,7 +318,7 @@ func (a *Agent) Close() error {
 	a.state = stateClosed
 	if r := a.cur; r != nil {
 		r.interrupted = true
-		_ = signalGroup(r.cmd, true)
+		_ = procgroup.Signal(r.cmd, true)
 	}
 	a.mu.Unlock()
 	a.running.Wait()

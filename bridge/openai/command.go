@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/internal/procgroup"
 )
 
 // commandResult is what a finished command left.
@@ -30,7 +32,7 @@ func runCommand(ctx context.Context, dir, line string, env []string, timeout tim
 	cmd.Env = env
 	out := &capBuffer{max: capBytes}
 	cmd.Stdout, cmd.Stderr = out, out
-	ownGroup(cmd)
+	procgroup.Own(cmd)
 	// A background child that keeps the output open does not hold the
 	// result past its shell by more than this.
 	cmd.WaitDelay = time.Second
@@ -44,11 +46,11 @@ func runCommand(ctx context.Context, dir, line string, env []string, timeout tim
 	select {
 	case err = <-done:
 	case <-cctx.Done():
-		killGroup(cmd)
+		procgroup.Kill(cmd)
 		err = <-done
 	}
 	// The shell is gone; children it left in the background go too.
-	killGroup(cmd)
+	procgroup.Kill(cmd)
 	res := commandResult{Output: out.String(), Elapsed: time.Since(start)}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
