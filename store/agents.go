@@ -110,6 +110,13 @@ func (s *Store) AgentsInRoom(ctx context.Context, roomID int64) ([]*chat.Agent, 
 	return s.queryAgents(ctx, "WHERE a.id IN (SELECT agent_id FROM room_agents WHERE room_id = ?)", roomID)
 }
 
+// scanString reads a row of one text column.
+func scanString(sc scanner) (string, error) {
+	var v string
+	err := sc.Scan(&v)
+	return v, err
+}
+
 // collect reads every row of a query with scan (what names the rows in
 // errors); an empty result is an empty list.
 func collect[T any](what string, rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {

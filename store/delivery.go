@@ -492,19 +492,7 @@ func (s *Store) ExpiredQueuedSteers(ctx context.Context, cutoff time.Time) ([]ch
 // ExpiredApprovals lists pending approvals whose expiry passed before cutoff.
 func (s *Store) ExpiredApprovals(ctx context.Context, cutoff time.Time) ([]string, error) {
 	rows, err := s.db.r.QueryContext(ctx, `SELECT id FROM approvals WHERE status = 'pending' AND expires_at < ? LIMIT 100`, ts(cutoff))
-	if err != nil {
-		return nil, wh.Wrap(err, "read approvals")
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, wh.Wrap(err, "read approvals")
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return collect("approvals", rows, err, scanString)
 }
 
 // Reconcile compares what a bridge holds for an agent with the record: it

@@ -54,19 +54,7 @@ func (s *Store) FileBytesOf(ctx context.Context, userID int64) (int64, error) {
 // FilesOfMessage lists the ids of the files a message posted (deleted or not).
 func (s *Store) FilesOfMessage(ctx context.Context, messageID int64) ([]string, error) {
 	rows, err := s.db.r.QueryContext(ctx, `SELECT id FROM files WHERE message_id = ? ORDER BY id`, messageID)
-	if err != nil {
-		return nil, wh.Wrap(err, "read files")
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, wh.Wrap(err, "read files")
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return collect("files", rows, err, scanString)
 }
 
 // SteerFile checks that file id was posted with the message of steer

@@ -85,17 +85,5 @@ func (s *Store) ActiveAdmins(ctx context.Context) (int, error) {
 // everywhere else; this is what is left to revoke).
 func (s *Store) PairedBridgeIDs(ctx context.Context, userID int64) ([]string, error) {
 	rows, err := s.db.r.QueryContext(ctx, `SELECT id FROM bridges WHERE owner_id = ? AND revoked = 0 ORDER BY id`, userID)
-	if err != nil {
-		return nil, wh.Wrap(err, "list bridges")
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, wh.Wrap(err, "list bridges")
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return collect("bridges", rows, err, scanString)
 }
