@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
-	"github.com/wheelhouse-dev/wheelhouse/bridge/codex"
 	"github.com/wheelhouse-dev/wheelhouse/internal/stubmodel"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
@@ -20,26 +19,17 @@ import (
 // to leave the sandbox the bridge denies unasked); from #asking even her
 // own words reach her approval, whatever auto-approve says.
 func TestRoomCeilings(t *testing.T) {
-	bin := codexBinary(t)
-	stub := stubmodel.NewResponses(t)
+	ct := newCodexTeamWith(t, "on-request", "workspace-write",
+		bridge.PolicyConfig{Address: "users", Allowed: []string{"bob"}, AutoApprove: []string{"exec_command"}})
+	tm, stub, br := ct.team, ct.stub, ct.br
 	stub.SetFallback(stubmodel.Obedient())
-	root := t.TempDir()
-	dir, home := filepath.Join(root, "proj"), filepath.Join(root, "codex-home")
-	src := filepath.Join(dir, "src")
+	src := filepath.Join(ct.dir, "src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := stub.WriteCodexHome(home); err != nil {
-		t.Fatal(err)
-	}
-	tm := newTeam(t)
-	br := tm.h.StartBridge(tm.alice, nil, bridge.AgentConfig{Name: "codex", Harness: "codex", Dir: dir, Binary: bin,
-		Options: map[string]string{codex.OptCodexHome: home, codex.OptStrictConfig: "true",
-			codex.OptApprovalPolicy: "on-request", codex.OptSandbox: "workspace-write"},
-		PolicyFile: bridge.PolicyConfig{Address: "users", Allowed: []string{"bob"}, AutoApprove: []string{"exec_command"}}})
 	const handle = "alice/codex"
 	for _, room := range []string{"public", "asking"} {
 		tm.alice.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": room})

@@ -46,6 +46,13 @@ type codexTeam struct {
 
 func newCodexTeam(t *testing.T) *codexTeam {
 	t.Helper()
+	return newCodexTeamWith(t, "untrusted", "danger-full-access", bridge.PolicyConfig{Address: "users", Allowed: []string{"bob"}})
+}
+
+// newCodexTeamWith is newCodexTeam with codex's approval policy and
+// sandbox, and the agent's policy file, given.
+func newCodexTeamWith(t *testing.T, approval, sandbox string, pol bridge.PolicyConfig) *codexTeam {
+	t.Helper()
 	bin := codexBinary(t)
 	// The stub starts first so that it stops last, after the bridge closed codex.
 	stub := stubmodel.NewResponses(t)
@@ -60,8 +67,8 @@ func newCodexTeam(t *testing.T) *codexTeam {
 	tm := newTeam(t)
 	br := tm.h.StartBridge(tm.alice, nil, bridge.AgentConfig{Name: "codex", Harness: "codex", Dir: dir, Binary: bin,
 		Options: map[string]string{codex.OptCodexHome: home, codex.OptStrictConfig: "true",
-			codex.OptApprovalPolicy: "untrusted", codex.OptSandbox: "danger-full-access"},
-		PolicyFile: bridge.PolicyConfig{Address: "users", Allowed: []string{"bob"}}})
+			codex.OptApprovalPolicy: approval, codex.OptSandbox: sandbox},
+		PolicyFile: pol})
 	tm.alice.AddAgent("dev", "alice/codex")
 	return &codexTeam{team: tm, stub: stub, br: br, dir: dir}
 }
