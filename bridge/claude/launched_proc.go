@@ -12,10 +12,10 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/internal/procgroup"
 )
 
 // lproc is one claude process.
@@ -41,9 +41,7 @@ func (p *lproc) write(line []byte) error {
 
 // kill ends the process group: claude and the tools it runs.
 func (p *lproc) kill() {
-	if p.cmd.Process != nil {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	}
+	procgroup.Kill(p.cmd)
 }
 
 // stop closes stdin (claude exits at end of input) and kills after grace.
@@ -74,7 +72,7 @@ func (l *Launched) launch(ctx context.Context, resume bool) error {
 	cmd := exec.Command(l.bin, args...)
 	cmd.Dir = l.d.Agent.Dir
 	cmd.Env = l.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Own(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	stderr := &tailBuffer{max: 4096}
 	cmd.Stderr = stderr
