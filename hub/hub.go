@@ -261,6 +261,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		func() float64 { b, _ := h.rooms.Log.Batches(); return float64(b) }))
 	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_events_total", Help: "Events the projector applied."},
 		func() float64 { _, e := h.rooms.Log.Batches(); return float64(e) }))
+	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_reapplied_batches_total", Help: "Batches applied again with a savepoint per event because one of their events was refused."},
+		func() float64 { return float64(h.rooms.SavepointRuns()) }))
 
 	proxies, _ := ParseTrustedProxies(h.cfg.TrustedProxies)
 	h.web = web.New(web.Config{

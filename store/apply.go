@@ -376,6 +376,7 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 		seq, rid, d.AuthorKind, d.Author, d.Text, mentions, parts, d.TurnID, d.Kind, ts(ev.At), d.Thread, string(filesJSON), d.Item, d.Partial); err != nil {
 		return nil, err
 	}
+	notePostedTx(ctx, int64(seq))
 	if err := mentionsTx(ctx, tx, rid, int64(seq), d.Mentions); err != nil {
 		return nil, err
 	}

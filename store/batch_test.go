@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"testing"
 
+	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 )
@@ -22,16 +24,7 @@ func TestARefusedEventLeavesItsBatchApplied(t *testing.T) {
 		messageEvent(t, "stranger", "not a member"),
 		messageEvent(t, "u1", "third"),
 	}
-	batch := make([]eventlog.Entry, len(evs))
-	for i, ev := range evs {
-		data, err := json.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.seq++
-		batch[i] = eventlog.Entry{Seq: b.seq, Data: data}
-	}
-	outs, _, err := b.s.Apply(ctx, batch)
+	outs, _, err := b.s.Apply(ctx, entries(t, b, evs...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,4 +52,85 @@ func TestARefusedEventLeavesItsBatchApplied(t *testing.T) {
 	if len(texts) != 2 || texts[0] != "first" || texts[1] != "third" {
 		t.Fatalf("history %q, want first and third", texts)
 	}
+}
+
+// The search index is filled once per batch, so an edit or a deletion of a
+// message posted earlier in the same batch must find its entry there, and
+// a refused event must not lose entries it indexed before it was refused.
+// FTS5's integrity check compares the index with the messages it indexes.
+func TestSearchIndexFollowsABatch(t *testing.T) {
+	b := newBenchStore(t, 2, false)
+	ctx := context.Background()
+	first := b.seq + 1
+	evs := []chat.Event{
+		messageEvent(t, "u0", "alpha original"), // first
+		messageEvent(t, "u0", "beta kept"),      // first+1
+		event(t, chat.EvMessageEdited, chat.MessageEdited{ID: int64(first), Room: "r", Text: "gamma edited", By: "u0"}), // indexes both, then edits
+		messageEvent(t, "u1", "delta gone"), // first+3
+		event(t, chat.EvMessageDeleted, chat.MessageDeleted{ID: int64(first + 3), Room: "r", By: "u1"}), // indexes it, then deletes
+		messageEvent(t, "u1", "epsilon"), // first+5
+		event(t, chat.EvMessageEdited, chat.MessageEdited{ID: int64(first + 5), Room: "r", Text: "not the author", By: "u0"}), // indexes first+5, refused
+		messageEvent(t, "u0", "zeta last"), // first+7
+	}
+	outs, _, err := b.s.Apply(ctx, entries(t, b, evs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range outs {
+		if (o.Err != nil) != (i == 6) {
+			t.Fatalf("outcome %d: %v; want only the stranger's edit (6) refused", i, o.Err)
+		}
+	}
+	if n := b.s.SavepointRuns(); n != 1 {
+		t.Fatalf("%d batches applied again with savepoints, want 1", n)
+	}
+	// An event refused after it indexed the batch's earlier messages (no
+	// such event type is known yet; one made for the test): its rollback
+	// takes their entries out again, and they are indexed before the commit.
+	b.s.appliers["test.index-then-refuse"] = func(ctx context.Context, tx *sql.Tx, _ uint64, _ chat.Event) ([]chat.FeedItem, error) {
+		if err := indexPendingTx(ctx, tx); err != nil {
+			return nil, err
+		}
+		return nil, wh.Errorf(wh.EInvalid, "refused after indexing")
+	}
+	b.apply(t, messageEvent(t, "u0", "eta before"))
+	outs, _, err = b.s.Apply(ctx, entries(t, b, messageEvent(t, "u0", "theta before"), event(t, "test.index-then-refuse", struct{}{}), messageEvent(t, "u0", "iota after")))
+	if err != nil || outs[1].Err == nil {
+		t.Fatalf("outcomes %+v (%v): want the second refused", outs, err)
+	}
+	if _, err := b.s.db.w.ExecContext(ctx, `INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')`); err != nil {
+		t.Fatalf("the search index does not match the messages: %v", err)
+	}
+	u0, err := b.s.UserByName(ctx, "u0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for word, want := range map[string]int{"alpha": 0, "gamma": 1, "beta": 1, "delta": 0, "epsilon": 1, "author": 0, "zeta": 1, "eta": 1, "theta": 1, "iota": 1} {
+		match, err := FTSQuery(word)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.s.Search(ctx, SearchQuery{UserID: u0.ID, Match: match})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != want {
+			t.Errorf("search %q: %d results, want %d", word, len(got), want)
+		}
+	}
+}
+
+// entries numbers events as the log's next entries.
+func entries(tb testing.TB, b *benchStore, evs ...chat.Event) []eventlog.Entry {
+	tb.Helper()
+	batch := make([]eventlog.Entry, len(evs))
+	for i, ev := range evs {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		b.seq++
+		batch[i] = eventlog.Entry{Seq: b.seq, Data: data}
+	}
+	return batch
 }

@@ -63,6 +63,9 @@ func streamUpdateTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, d
 	if rid != roomID || !partial {
 		return true, nil, nil
 	}
+	if err := indexPendingTx(ctx, tx); err != nil { // the text's index entry must be there to change
+		return true, nil, err
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE messages SET text = ?, partial = ? WHERE id = ?`, d.Text, d.Partial, id); err != nil {
 		return true, nil, err
 	}
@@ -154,6 +157,9 @@ func applyMessageEdited(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Eve
 	}
 	mentions, _ := json.Marshal(chat.NonNilMentions(d.Mentions))
 	parts, _ := json.Marshal(chat.NonNilParts(d.Parts))
+	if err := indexPendingTx(ctx, tx); err != nil { // the text's index entry must be there to change
+		return nil, err
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE messages SET text = ?, mentions = ?, parts = ?, edited_at = ? WHERE id = ?`,
 		d.Text, string(mentions), string(parts), ts(ev.At), d.ID); err != nil {
 		return nil, err
@@ -191,6 +197,9 @@ func applyMessageDeleted(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Ev
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO message_edits (message_id, seq, kind, old_text, old_parts, by_user, at) VALUES (?, ?, 'deleted', ?, ?, ?, ?)`,
 		d.ID, seq, m.text, m.parts, d.By, ts(ev.At)); err != nil {
+		return nil, err
+	}
+	if err := indexPendingTx(ctx, tx); err != nil { // the text's index entry must be there to change
 		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE messages SET text = '', mentions = '[]', parts = '[]', files = '[]', partial = 0, deleted = 1, deleted_by = ? WHERE id = ?`, d.By, d.ID); err != nil {

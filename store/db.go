@@ -34,6 +34,7 @@ type DB struct {
 	wanted map[string]struct{}  // the projector's statements to prepare next
 
 	members memberCache // the projector's rooms and members
+	fts     ftsPending  // the projector's messages not yet indexed for search
 }
 
 // Hot projector statements, prepared once when the database opens: the

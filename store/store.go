@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -29,7 +30,14 @@ type Store struct {
 	logger   *slog.Logger
 	appliers map[string]applier
 	recent   recentSteers // pending steers of messages just applied, for the router
+	// savepointRuns counts batches applied a second time, with a savepoint
+	// per event, because an event in them was refused.
+	savepointRuns atomic.Uint64
 }
+
+// SavepointRuns is how many batches were applied again with a savepoint
+// per event because one of their events was refused.
+func (s *Store) SavepointRuns() uint64 { return s.savepointRuns.Load() }
 
 var _ eventlog.Projector = (*Store)(nil)
 
@@ -75,25 +83,55 @@ func (s *Store) Refusal(ctx context.Context, eventID string) (error, bool) {
 	return &wh.Error{Code: code, Message: msg, Reason: reason}, true
 }
 
-// Apply implements eventlog.Projector: one transaction for the batch, a
-// savepoint per event. A refusal (a *wh.Error that is not internal, or a
-// constraint failure, both decided the same way on every node) rolls back
-// that event alone and is recorded; any other error fails the batch.
+// Apply implements eventlog.Projector: one transaction for the batch. A
+// refusal (a *wh.Error that is not internal, or a constraint failure, both
+// decided the same way on every node) rolls back that event alone and is
+// recorded; any other error fails the batch.
+//
+// Refusals are rare (the API checks before it appends; the projector
+// re-checks against races), and a savepoint per event is not free: FTS5
+// writes its pending index entries to disk at every savepoint release, a
+// new index segment for every message. So the batch is applied first
+// without savepoints; if an event is refused, that transaction is rolled
+// back and the batch applied again with a savepoint per event. Both runs
+// apply the same events to the same state in the same order, so they
+// decide the same outcomes.
 func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.Outcome, []chat.FeedItem, error) {
+	defer s.db.prepareWanted(ctx) // after the rollbacks: the connection is free
+	outs, feed, err := s.applyBatch(ctx, batch, false)
+	if errors.Is(err, errRefusedInBatch) {
+		s.savepointRuns.Add(1)
+		outs, feed, err = s.applyBatch(ctx, batch, true)
+	}
+	return outs, feed, err
+}
+
+// errRefusedInBatch stops a run without savepoints at its first refusal.
+var errRefusedInBatch = errors.New("an event of the batch was refused")
+
+// applyBatch applies batch in one transaction, with a savepoint around
+// each event when savepoints is set; without them, a refusal rolls the
+// whole transaction back and returns errRefusedInBatch.
+func (s *Store) applyBatch(ctx context.Context, batch []eventlog.Entry, savepoints bool) ([]eventlog.Outcome, []chat.FeedItem, error) {
 	tx, err := s.db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer s.db.prepareWanted(ctx) // after the rollback below: the connection is free
 	defer tx.Rollback()
 	ctx = withApplyDB(ctx, s.db)
 	s.db.members.begin()
+	s.db.fts = ftsPending{}
 	var feed []chat.FeedItem
 	outs := make([]eventlog.Outcome, 0, len(batch))
+	exec := func(q string) error {
+		_, err := s.db.txStmt(ctx, tx, q).ExecContext(ctx)
+		return err
+	}
 	for _, e := range batch {
 		var ev chat.Event
 		if err := json.Unmarshal(e.Data, &ev); err != nil {
-			// Deterministic: the same bytes fail the same way on every node.
+			// Deterministic: the same bytes fail the same way on every
+			// node. Nothing was written for it, so no savepoint is needed.
 			s.logger.Error("refused an undecodable event", "seq", e.Seq, "err", err)
 			if err := refuseTx(ctx, tx, e.Seq, "", wh.Errorf(wh.EInvalid, "undecodable event")); err != nil {
 				return nil, nil, err
@@ -106,8 +144,11 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 				return nil, nil, err
 			}
 		}
-		if _, err := s.db.txStmt(ctx, tx, sqlSavepoint).ExecContext(ctx); err != nil {
-			return nil, nil, err
+		fts := s.db.fts // what ROLLBACK TO puts back: messages before this event not indexed
+		if savepoints {
+			if err := exec(sqlSavepoint); err != nil {
+				return nil, nil, err
+			}
 		}
 		notes := &pendingNotes{}
 		ectx := context.WithValue(context.WithValue(ctx, feedCounterKey{}, &feedCounter{}), pendingNotesKey{}, notes)
@@ -116,10 +157,14 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 		if err != nil {
 			return nil, nil, fmt.Errorf("apply event %d (%s): %w", e.Seq, ev.Type, err)
 		}
+		if refusal != nil && !savepoints {
+			return nil, nil, errRefusedInBatch // rolled back by the deferred Rollback
+		}
 		if refusal != nil {
 			if _, err := execTx(ctx, tx, `ROLLBACK TO ev`); err != nil {
 				return nil, nil, err
 			}
+			s.db.fts = fts
 			if IsConstraint(aerr) {
 				s.logger.Error("event refused by a database constraint", "seq", e.Seq, "type", ev.Type, "err", aerr)
 			}
@@ -129,22 +174,28 @@ func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.O
 		} else {
 			feed = append(feed, items...)
 			// The router may deliver these now: the decision is made, and
-			// applying the event again (after a failed commit) makes the
-			// same one (the bridge answers a steer id once).
+			// applying the event again (after a failed commit, or in the
+			// run with savepoints) makes the same one (the bridge answers a
+			// steer id once).
 			if s.recent.put(int64(e.Seq), notes.out, notes.held, time.Now()) {
 				// Let the router run now: woken from here, it would
 				// otherwise wait for this processor until the commit.
 				runtime.Gosched()
 			}
 		}
-		if _, err := s.db.txStmt(ctx, tx, sqlRelease).ExecContext(ctx); err != nil {
-			return nil, nil, err
+		if savepoints {
+			if err := exec(sqlRelease); err != nil {
+				return nil, nil, err
+			}
 		}
 		var oerr error
 		if refusal != nil {
 			oerr = refusal
 		}
 		outs = append(outs, eventlog.Outcome{ID: ev.ID, Err: oerr})
+	}
+	if err := indexPendingTx(ctx, tx); err != nil {
+		return nil, nil, err
 	}
 	if _, err := execTx(ctx, tx, `UPDATE projection SET applied_seq = ? WHERE id = 1`, batch[len(batch)-1].Seq); err != nil {
 		return nil, nil, err
