@@ -297,9 +297,18 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	// Wait for the projection to catch up before serving.
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	for h.rooms.Log.Ready() != nil {
-		if err := h.rooms.Log.WaitApplied(wctx, h.rooms.Log.Applied()+1); err != nil {
-			return wh.Errorf(wh.EUnavailable, "the projection did not catch up: %v", h.rooms.Log.Ready())
+	for {
+		// The channel first: a batch applied between the check and the
+		// wait (the last one, with no event after it) still wakes us.
+		changed := h.rooms.Log.Changed()
+		notReady := h.rooms.Log.Ready()
+		if notReady == nil {
+			break
+		}
+		select {
+		case <-changed:
+		case <-wctx.Done():
+			return wh.Errorf(wh.EUnavailable, "the projection did not catch up: %v", notReady)
 		}
 	}
 	// Routing and expiry are consumers of the log: start them once the
