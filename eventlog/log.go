@@ -125,6 +125,7 @@ type Log struct {
 	stream   jetstream.Stream
 	cons     jetstream.ConsumeContext
 	in       chan jetstream.Msg
+	local    localEntries // events this node appended, for the projector before the consumer brings them
 	stop     chan struct{}
 	done     chan struct{}
 	started  bool
@@ -159,7 +160,8 @@ func New(cfg Config) *Log {
 		cfg.Retry = time.Second
 	}
 	return &Log{js: cfg.JS, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry, capacity: cfg.Capacity,
-		waiters: map[string]chan error{}, notify: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+		waiters: map[string]chan error{}, notify: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+		local: localEntries{wake: make(chan struct{}, 1)}}
 }
 
 // OnFeed registers f to receive feed items after each applied batch, in
@@ -214,6 +216,7 @@ func (l *Log) Start(ctx context.Context) error {
 		return wh.Wrap(err, "create the projection consumer")
 	}
 	l.in = make(chan jetstream.Msg, 4096)
+	l.local.init()
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		select {
 		case l.in <- m:
@@ -403,6 +406,9 @@ func (l *Log) Append(ctx context.Context, ev chat.Event, opts ...AppendOption) (
 		return 0, l.publishErr(err)
 	}
 	l.appended()
+	if !ack.Duplicate {
+		l.local.put(ack.Sequence, data)
+	}
 	l.noteAcked(ack.Sequence)
 	if ack.Duplicate {
 		// Appended before under the same id: answer as the first time.
@@ -600,29 +606,110 @@ const (
 	batchLinger = 300 * time.Microsecond
 )
 
+// localEntries are events this node appended, handed to the projector as
+// soon as the stream acknowledged them, so it need not wait for the
+// consumer to bring them (a hop after the acknowledgement). The consumer
+// stays the truth: it brings every event, in order, and the projector
+// takes an event from here only when it is the very next sequence, so
+// what is applied and its order do not change. Bounded: past localMax
+// events (a stalled projector), appends leave it to the consumer.
+type localEntries struct {
+	mu   sync.Mutex
+	m    map[uint64][]byte
+	wake chan struct{} // a token when an entry arrives
+}
+
+const localMax = 4096
+
+// init starts taking entries (before the projector runs); until then put
+// drops them.
+func (q *localEntries) init() {
+	q.mu.Lock()
+	q.m = map[uint64][]byte{}
+	q.mu.Unlock()
+}
+
+func (q *localEntries) put(seq uint64, data []byte) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.m == nil || len(q.m) >= localMax {
+		return
+	}
+	q.m[seq] = data
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take removes and returns the entry for seq, forgetting any older ones
+// (the consumer brought them first).
+func (q *localEntries) take(seq uint64) (Entry, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	data, ok := q.m[seq]
+	if ok {
+		delete(q.m, seq)
+	}
+	if len(q.m) > 0 {
+		for s := range q.m {
+			if s < seq {
+				delete(q.m, s)
+			}
+		}
+	}
+	return Entry{Seq: seq, Data: data}, ok
+}
+
 func (l *Log) project() {
 	defer close(l.done)
 	batch := make([]Entry, 0, maxBatch)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
-	for {
-		var m jetstream.Msg
-		select {
-		case m = <-l.in:
-		case <-l.stop:
-			return
+	next := l.applied.Load() + 1 // the sequence the projector needs next
+	// add appends e if it is the next event (the consumer's order decides
+	// what is next: it delivers every event of the stream in order, so one
+	// past next means the sequences between do not exist).
+	add := func(e Entry) {
+		if e.Seq >= next {
+			batch = append(batch, e)
+			next = e.Seq + 1
 		}
-		batch = append(batch[:0], entry(m))
+	}
+	// poll adds what is waiting, without blocking.
+	poll := func() bool {
+		if e, ok := l.local.take(next); ok {
+			add(e)
+			return true
+		}
+		select {
+		case m := <-l.in:
+			add(entry(m))
+			return true
+		default:
+			return false
+		}
+	}
+	for {
+		for len(batch) == 0 {
+			if poll() {
+				continue
+			}
+			select {
+			case m := <-l.in:
+				add(entry(m))
+			case <-l.local.wake:
+			case <-l.stop:
+				return
+			}
+		}
 		lingering := false
 	fill:
 		for len(batch) < maxBatch {
-			select {
-			case m2 := <-l.in:
-				batch = append(batch, entry(m2))
+			if poll() {
 				continue
-			default:
 			}
-			if l.acked.Load() <= batch[len(batch)-1].Seq {
+			if l.acked.Load() < next {
 				break // nothing this node appended is on its way
 			}
 			if !lingering {
@@ -630,8 +717,9 @@ func (l *Log) project() {
 				linger.Reset(batchLinger)
 			}
 			select {
-			case m2 := <-l.in:
-				batch = append(batch, entry(m2))
+			case m := <-l.in:
+				add(entry(m))
+			case <-l.local.wake:
 			case <-linger.C:
 				lingering = false
 				break fill
@@ -645,6 +733,7 @@ func (l *Log) project() {
 		if !l.applyRetrying(batch) {
 			return
 		}
+		batch = batch[:0]
 	}
 }
 

@@ -1,0 +1,255 @@
+package eventlog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+)
+
+// recorder is a projector that keeps what it was given, in order. While
+// hold is not nil, Apply waits for it to be closed.
+type recorder struct {
+	mu      sync.Mutex
+	applied []Entry
+	seq     uint64
+	hold    chan struct{}
+}
+
+func (r *recorder) AppliedSeq(context.Context) (uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seq, nil
+}
+
+func (r *recorder) Apply(_ context.Context, batch []Entry) ([]Outcome, []chat.FeedItem, error) {
+	r.mu.Lock()
+	hold := r.hold
+	r.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	outs := make([]Outcome, 0, len(batch))
+	for _, e := range batch {
+		r.applied = append(r.applied, Entry{Seq: e.Seq, Data: append([]byte(nil), e.Data...)})
+		r.seq = e.Seq
+		var ev chat.Event
+		if err := json.Unmarshal(e.Data, &ev); err == nil {
+			outs = append(outs, Outcome{ID: ev.ID})
+		}
+	}
+	return outs, nil, nil
+}
+
+func (r *recorder) Identity(context.Context) (string, error)      { return "", nil }
+func (r *recorder) Refusal(context.Context, string) (error, bool) { return nil, false }
+
+func (r *recorder) entries() []Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Entry(nil), r.applied...)
+}
+
+func (r *recorder) setHold(c chan struct{}) {
+	r.mu.Lock()
+	r.hold = c
+	r.mu.Unlock()
+}
+
+// waitFor polls cond until it holds, failing the test after ten seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func newJS(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+func newEvent(t *testing.T, text string) chat.Event {
+	t.Helper()
+	ev, err := chat.NewEvent(chat.EvMessagePosted, time.Now(), chat.MessagePosted{Room: "r", AuthorKind: chat.AuthorUser, Author: "u", Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// checkStream asserts the projector applied exactly the stream's events, in
+// order, each once, with the bytes the stream holds.
+func checkStream(t *testing.T, js jetstream.JetStream, got []Entry) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := js.Stream(ctx, StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []uint64
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			continue // deleted: a gap the projector must pass over
+		}
+		want = append(want, seq)
+		if i := len(want) - 1; i < len(got) && got[i].Seq == seq && string(got[i].Data) != string(m.Data) {
+			t.Fatalf("event %d applied as %q, the stream holds %q", seq, got[i].Data, m.Data)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("applied %d events, the stream holds %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Seq != want[i] {
+			t.Fatalf("applied event %d as the %dth, want %d", got[i].Seq, i+1, want[i])
+		}
+	}
+}
+
+// This node's appends reach the projector before the consumer brings them;
+// other nodes' events (published straight to the stream here) come only
+// through the consumer. Whatever arrives first, every event is applied
+// once, in the stream's order, with the stream's bytes.
+func TestAppendsAndOtherNodesEventsApplyInOrder(t *testing.T) {
+	js := newJS(t)
+	rec := &recorder{}
+	l := New(Config{JS: js, Projector: rec})
+	ctx := context.Background()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				if _, err := l.Append(ctx, newEvent(t, fmt.Sprintf("w%d-%d", w, i))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // another hub node
+		defer wg.Done()
+		for i := range 60 {
+			ev := newEvent(t, fmt.Sprintf("other-%d", i))
+			data, _ := json.Marshal(ev)
+			if _, err := js.Publish(ctx, SubjectPrefix+ev.Type, data); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := l.WaitApplied(ctx, 300); err != nil {
+		t.Fatal(err)
+	}
+	checkStream(t, js, rec.entries())
+}
+
+// A sequence missing from the stream (deleted) is passed over: the
+// consumer, not this node's appends, says what exists. And while the
+// projector is held up, appends pile up and the consumer catches up with
+// them; nothing is applied twice.
+func TestGapsAndAHeldProjector(t *testing.T) {
+	js := newJS(t)
+	ctx := context.Background()
+	first := New(Config{JS: js, Projector: &recorder{}}) // creates the stream
+	if err := first.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first.Stop()
+	for _, text := range []string{"one", "two (deleted)", "three"} {
+		ev := newEvent(t, text)
+		data, _ := json.Marshal(ev)
+		if _, err := js.Publish(ctx, SubjectPrefix+ev.Type, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := js.Stream(ctx, StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteMsg(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	rec := &recorder{hold: hold} // held in its first Apply (event 1)
+	l := New(Config{JS: js, Projector: rec})
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if _, err := l.Append(actx, newEvent(t, fmt.Sprintf("held-%d", i))); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	release := sync.OnceFunc(func() { rec.setHold(nil); close(hold) })
+	t.Cleanup(release) // registered after l.Stop: runs before it
+	waitFor(t, "the appends' acknowledgements", func() bool { return l.acked.Load() >= 11 })
+	release()
+	wg.Wait()
+	if err := l.WaitApplied(ctx, 11); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.entries()
+	if len(got) < 2 || got[0].Seq != 1 || got[1].Seq != 3 {
+		t.Fatalf("applied %v first, want 1 then 3", got[:min(2, len(got))])
+	}
+	checkStream(t, js, got)
+}
