@@ -9,6 +9,7 @@ import (
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // Group commit: one transaction applies a batch, and an event refused in
@@ -133,4 +134,53 @@ func entries(tb testing.TB, b *benchStore, evs ...chat.Event) []eventlog.Entry {
 		batch[i] = eventlog.Entry{Seq: b.seq, Data: data}
 	}
 	return batch
+}
+
+// The projector builds a new steer's receipt for the room's feed from what
+// it just decided, without reading the row back: it must be the receipt the
+// database holds (what a client reloading the page reads). Cases: a steer
+// sent on, one the agent's policy holds for its owner, one to an agent not
+// in the room, one to no agent at all.
+func TestNewSteerReceiptAsStored(t *testing.T) {
+	b := newBenchStore(t, 2, true) // u0 owns u0/a, in room r
+	ctx := context.Background()
+	b.apply(t,
+		event(t, chat.EvAgentRegistered, chat.AgentRegistered{Bridge: "b1", Name: "held", Harness: "demo", CanSteer: true, Policy: wire.Policy{Address: wire.AddressModerate}}),
+		event(t, chat.EvAgentAdded, chat.AgentRoomChange{Room: "r", Handle: "u0/held", By: "u0"}),
+		event(t, chat.EvAgentRegistered, chat.AgentRegistered{Bridge: "b1", Name: "away", Harness: "demo", CanSteer: true, Policy: wire.Policy{Address: wire.AddressMembers}}),
+	)
+	outs, feed, err := b.s.Apply(ctx, entries(t, b, messageEvent(t, "u1", "@u0/a @u0/held @u0/away @u0/nobody look")))
+	if err != nil || outs[0].Err != nil {
+		t.Fatalf("apply: %v %+v", err, outs)
+	}
+	statuses := map[string]bool{}
+	n := 0
+	for _, it := range feed {
+		if it.Kind != "receipt" {
+			continue
+		}
+		n++
+		var body struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(it.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		var sent chat.Receipt
+		if err := json.Unmarshal(body.Data, &sent); err != nil {
+			t.Fatal(err)
+		}
+		stored, err := b.s.Receipt(ctx, sent.SteerID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(stored)
+		if string(body.Data) != string(want) {
+			t.Errorf("receipt in the feed:\n%s\nin the database:\n%s", body.Data, want)
+		}
+		statuses[sent.Status+"/"+sent.Reason] = true
+	}
+	if n != 4 || !statuses["pending/"] || !statuses["held/moderated"] || !statuses["rejected/unknown-agent"] || len(statuses) != 4 {
+		t.Fatalf("%d receipts with %v; want pending, held, and two rejections for different reasons", n, statuses)
+	}
 }

@@ -44,17 +44,14 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 		id := chat.SteerID(seq, i)
 		i++
 		st := steerRow{id: id, messageID: int64(seq), roomID: roomID, sender: d.Author, status: chat.StatusPending}
-		a, err := agentByHandleTx(ctx, tx, handle)
+		agentHandle := "" // as the database spells it
+		a, err := steerAgentTx(ctx, tx, handle, roomID)
 		switch {
 		case err == nil:
-			st.agentID = a.ID
+			st.agentID, agentHandle = a.ID, a.Owner+"/"+a.Name
 			st.stop = chat.IsStopCommand(d.Text, a.Owner, a.Name)
-			in, err := agentInRoomTx(ctx, tx, a.ID, roomID)
-			if err != nil {
-				return nil, err
-			}
-			pol := a.EffectivePolicy()
-			dec := authz.MayAddress(authz.AddressCheck{Sender: d.Author, SenderIsMember: true, AgentInRoom: in,
+			pol := a.Policy
+			dec := authz.MayAddress(authz.AddressCheck{Sender: d.Author, SenderIsMember: true, AgentInRoom: a.InRoom,
 				Owner: a.Owner, Address: pol.Address, Allowed: pol.Allowed, Stop: st.stop})
 			switch {
 			case dec.Reason == authz.ReasonModerated:
@@ -120,7 +117,20 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 				})
 			}
 		}
-		items, err := receiptFeedTx(ctx, tx, seq, id, at)
+		// The receipt as receiptFeedTx would read it back from the row just
+		// written (TestNewSteerReceiptAsStored).
+		r := chat.Receipt{SteerID: id, MessageID: int64(seq), Room: d.Room, Sender: d.Author, Status: st.status, Reason: st.reason, Detail: st.detail,
+			At: storedTime(at)}
+		r.Agent = agentHandle
+		if st.expires != nil {
+			exp := storedTime(*st.expires)
+			r.Expires = &exp
+		}
+		members, err := membersTx(ctx, tx, roomID)
+		if err != nil {
+			return nil, err
+		}
+		items, err := feedTx(ctx, tx, seq, roomID, 0, members.ids, map[string]any{"id": seq, "type": "receipt", "room": d.Room, "at": at, "data": r})
 		if err != nil {
 			return nil, err
 		}
@@ -133,6 +143,44 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 		}
 	}
 	return feed, nil
+}
+
+// steerAgent is what deciding a mention needs of its agent.
+type steerAgent struct {
+	ID                                  int64
+	Owner, Name, Bridge, Status, TurnID string
+	Policy                              wire.Policy
+	InRoom                              bool // the agent is in the message's room
+}
+
+// steerAgentTx reads the agent a mention names (handle as written, which
+// SplitHandle normalizes) and whether it is in the room: one prepared
+// query, without the rooms list and the rest agentByHandleTx reads.
+func steerAgentTx(ctx context.Context, tx *sql.Tx, handle string, roomID int64) (*steerAgent, error) {
+	owner, name, ok := chat.SplitHandle(handle)
+	if !ok {
+		return nil, wh.Errorf(wh.EInvalid, "bad agent handle %q", handle)
+	}
+	var a steerAgent
+	var policy string
+	err := queryRowTx(ctx, tx, `SELECT a.id, u.name, a.name, CASE WHEN a.released = 1 THEN '' ELSE a.bridge_id END, a.policy, a.status, a.turn_id,
+		EXISTS (SELECT 1 FROM room_agents ra WHERE ra.agent_id = a.id AND ra.room_id = ?)
+		FROM agents a JOIN users u ON u.id = a.owner_id WHERE u.name = ? AND a.name = ?`, roomID, owner, name).
+		Scan(&a.ID, &a.Owner, &a.Name, &a.Bridge, &policy, &a.Status, &a.TurnID, &a.InRoom)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &wh.Error{Code: wh.ENotFound, Message: "no agent @" + handle, Reason: wire.ReasonUnknownAgent}
+	}
+	if err != nil {
+		return nil, err
+	}
+	json.Unmarshal([]byte(policy), &a.Policy) // as scanAgent
+	return &a, nil
+}
+
+// storedTime is t as it reads back from the database (ts, then parsed).
+func storedTime(t time.Time) time.Time {
+	back, _ := time.Parse(time.RFC3339Nano, ts(t))
+	return back
 }
 
 type steerRow struct {
@@ -167,12 +215,6 @@ func threadTurnTx(ctx context.Context, tx *sql.Tx, agentID, thread int64) (turn,
 		return "", "", nil
 	}
 	return turn, status, err
-}
-
-func agentInRoomTx(ctx context.Context, tx *sql.Tx, agentID, roomID int64) (bool, error) {
-	var n int
-	err := queryRowTx(ctx, tx, `SELECT COUNT(*) FROM room_agents WHERE agent_id = ? AND room_id = ?`, agentID, roomID).Scan(&n)
-	return n > 0, err
 }
 
 // turnStartedTx records a turn as running, in the thread it lives in.
