@@ -380,18 +380,9 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 	if err := mentionsTx(ctx, tx, rid, int64(seq), d.Mentions); err != nil {
 		return nil, err
 	}
-	msg := chat.Message{ID: int64(seq), Room: d.Room, AuthorKind: d.AuthorKind, Author: d.Author, Text: d.Text,
-		Mentions: d.Mentions, Parts: d.Parts, TurnID: d.TurnID, Kind: d.Kind, CreatedAt: ev.At, Thread: d.Thread, Files: files, Partial: d.Partial}
-	msg.Normalize()
+	// The message is the event's first feed item; its row is written last,
+	// once the steers are decided (the router waits for those, not for it).
 	idx := nextIdx(ctx)
-	b, err := feedBody(idx, map[string]any{"id": seq, "type": chat.FeedMessage, "room": d.Room, "at": ev.At, "data": msg})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.db.txStmt(ctx, tx, sqlInsertFeed).ExecContext(ctx, seq, idx, rid, b); err != nil {
-		return nil, err
-	}
-	feed = append(feed, chat.FeedItem{Seq: seq, Idx: idx, Kind: chat.FeedMessage, RoomID: rid, Recipients: ids, Body: b})
 	if d.Thread != 0 {
 		if _, err := tx.ExecContext(ctx, `UPDATE messages SET reply_count = reply_count + 1, last_reply_id = ? WHERE id = ?`, seq, d.Thread); err != nil {
 			return nil, err
@@ -409,5 +400,15 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 		}
 		feed = append(feed, items...)
 	}
-	return feed, nil
+	msg := chat.Message{ID: int64(seq), Room: d.Room, AuthorKind: d.AuthorKind, Author: d.Author, Text: d.Text,
+		Mentions: d.Mentions, Parts: d.Parts, TurnID: d.TurnID, Kind: d.Kind, CreatedAt: ev.At, Thread: d.Thread, Files: files, Partial: d.Partial}
+	msg.Normalize()
+	b, err := feedBody(idx, map[string]any{"id": seq, "type": chat.FeedMessage, "room": d.Room, "at": ev.At, "data": msg})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.db.txStmt(ctx, tx, sqlInsertFeed).ExecContext(ctx, seq, idx, rid, b); err != nil {
+		return nil, err
+	}
+	return append([]chat.FeedItem{{Seq: seq, Idx: idx, Kind: chat.FeedMessage, RoomID: rid, Recipients: ids, Body: b}}, feed...), nil
 }

@@ -35,6 +35,11 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 	}
 	sum := sha256.Sum256([]byte(d.Text))
 	textHash := hex.EncodeToString(sum[:])
+	type decided struct {
+		r    chat.Receipt
+		held bool
+	}
+	var receipts []decided
 	i := 0
 	for _, mn := range d.Mentions {
 		if mn.Kind != chat.MentionAgent {
@@ -126,17 +131,22 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 			exp := storedTime(*st.expires)
 			r.Expires = &exp
 		}
-		members, err := membersTx(ctx, tx, roomID)
-		if err != nil {
-			return nil, err
-		}
-		items, err := feedTx(ctx, tx, seq, roomID, 0, members.ids, map[string]any{"id": seq, "type": "receipt", "room": d.Room, "at": at, "data": r})
+		receipts = append(receipts, decided{r: r, held: st.status == wire.StatusHeld})
+	}
+	// Decided: the router may deliver them while the feed is written.
+	decidedTx(ctx)
+	members, err := membersTx(ctx, tx, roomID)
+	if err != nil {
+		return nil, err
+	}
+	for _, dc := range receipts {
+		items, err := feedTx(ctx, tx, seq, roomID, 0, members.ids, map[string]any{"id": seq, "type": "receipt", "room": d.Room, "at": at, "data": dc.r})
 		if err != nil {
 			return nil, err
 		}
 		feed = append(feed, items...)
-		if st.status == wire.StatusHeld {
-			if items, err = heldFeedTx(ctx, tx, seq, id, at); err != nil {
+		if dc.held {
+			if items, err = heldFeedTx(ctx, tx, seq, dc.r.SteerID, at); err != nil {
 				return nil, err
 			}
 			feed = append(feed, items...)

@@ -61,6 +61,13 @@ func (r *recentSteers) put(id int64, out []Outbound, held bool, now time.Time) (
 	return woke
 }
 
+// forget drops a message's entry (its event was refused after all).
+func (r *recentSteers) forget(id int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.byMsg, id) // its key leaves order when it ages out
+}
+
 // changes returns a channel closed on the next put.
 func (r *recentSteers) changes() <-chan struct{} {
 	r.mu.Lock()
@@ -114,10 +121,21 @@ func (s *Store) DecidedSteers(ctx context.Context, messageID int64, applied func
 }
 
 // pendingNotes collects the steers one event records as pending, and
-// whether it held any for their owners.
+// whether it held any for their owners. publish hands them to the router.
 type pendingNotes struct {
-	out  []Outbound
-	held bool
+	out       []Outbound
+	held      bool
+	publish   func()
+	published bool
+}
+
+// decidedTx hands the steers this event has decided to the router before
+// the event is fully applied: the applier calls it once what it writes
+// after (feed rows) can neither change them nor refuse the event.
+func decidedTx(ctx context.Context) {
+	if n, ok := ctx.Value(pendingNotesKey{}).(*pendingNotes); ok && n.publish != nil && !n.published {
+		n.publish()
+	}
 }
 
 type pendingNotesKey struct{}

@@ -151,11 +151,29 @@ func (s *Store) applyBatch(ctx context.Context, batch []eventlog.Entry, savepoin
 			}
 		}
 		notes := &pendingNotes{}
+		notes.publish = func() {
+			// The router may deliver these now: the decision is made, and
+			// applying the event again (after a failed commit, or in the
+			// run with savepoints) makes the same one (the bridge answers a
+			// steer id once).
+			notes.published = true
+			if s.recent.put(int64(e.Seq), notes.out, notes.held, time.Now()) {
+				// Let the router run now: woken from here, it would
+				// otherwise wait for this processor until the commit.
+				runtime.Gosched()
+			}
+		}
 		ectx := context.WithValue(context.WithValue(ctx, feedCounterKey{}, &feedCounter{}), pendingNotesKey{}, notes)
 		items, aerr := s.applyEvent(ectx, tx, e.Seq, ev)
 		refusal, err := asRefusal(aerr)
 		if err != nil {
 			return nil, nil, fmt.Errorf("apply event %d (%s): %w", e.Seq, ev.Type, err)
+		}
+		if refusal != nil && notes.published {
+			// Cannot happen (decidedTx comes after the last refusal an
+			// applier makes); should it, the router must not act on it.
+			s.recent.forget(int64(e.Seq))
+			s.logger.Error("an event was refused after its steers were decided", "seq", e.Seq, "type", ev.Type, "err", aerr)
 		}
 		if refusal != nil && !savepoints {
 			return nil, nil, errRefusedInBatch // rolled back by the deferred Rollback
@@ -173,15 +191,7 @@ func (s *Store) applyBatch(ctx context.Context, batch []eventlog.Entry, savepoin
 			}
 		} else {
 			feed = append(feed, items...)
-			// The router may deliver these now: the decision is made, and
-			// applying the event again (after a failed commit, or in the
-			// run with savepoints) makes the same one (the bridge answers a
-			// steer id once).
-			if s.recent.put(int64(e.Seq), notes.out, notes.held, time.Now()) {
-				// Let the router run now: woken from here, it would
-				// otherwise wait for this processor until the commit.
-				runtime.Gosched()
-			}
+			decidedTx(ectx) // if the applier did not
 		}
 		if savepoints {
 			if err := exec(sqlRelease); err != nil {
