@@ -369,6 +369,16 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 			return nil, err
 		}
 	}
+	// The message is the event's first feed item; its row is written last.
+	idx := nextIdx(ctx)
+	// The steers first: the router waits for them, and nothing after them
+	// refuses the event.
+	var steers []decidedSteer
+	if d.Route && d.AuthorKind == chat.AuthorUser {
+		if steers, err = decideSteersTx(ctx, tx, seq, rid, d, files, ev.At); err != nil {
+			return nil, err
+		}
+	}
 	mentions, _ := json.Marshal(chat.NonNilMentions(d.Mentions))
 	parts, _ := json.Marshal(chat.NonNilParts(d.Parts))
 	filesJSON, _ := json.Marshal(files)
@@ -380,9 +390,6 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 	if err := mentionsTx(ctx, tx, rid, int64(seq), d.Mentions); err != nil {
 		return nil, err
 	}
-	// The message is the event's first feed item; its row is written last,
-	// once the steers are decided (the router waits for those, not for it).
-	idx := nextIdx(ctx)
 	if d.Thread != 0 {
 		if _, err := tx.ExecContext(ctx, `UPDATE messages SET reply_count = reply_count + 1, last_reply_id = ? WHERE id = ?`, seq, d.Thread); err != nil {
 			return nil, err
@@ -393,13 +400,11 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 		}
 		feed = append(feed, items...)
 	}
-	if d.Route && d.AuthorKind == chat.AuthorUser {
-		items, err := steersForMessageTx(ctx, tx, seq, rid, d, files, ev.At)
-		if err != nil {
-			return nil, err
-		}
-		feed = append(feed, items...)
+	items, err := steerReceiptsFeedTx(ctx, tx, seq, rid, d.Room, steers, ev.At)
+	if err != nil {
+		return nil, err
 	}
+	feed = append(feed, items...)
 	msg := chat.Message{ID: int64(seq), Room: d.Room, AuthorKind: d.AuthorKind, Author: d.Author, Text: d.Text,
 		Mentions: d.Mentions, Parts: d.Parts, TurnID: d.TurnID, Kind: d.Kind, CreatedAt: ev.At, Thread: d.Thread, Files: files, Partial: d.Partial}
 	msg.Normalize()

@@ -96,7 +96,7 @@ func mentionsTx(ctx context.Context, tx *sql.Tx, roomID, msgID int64, ms []chat.
 		if mn.Kind != chat.MentionUser {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO message_mentions (user_id, room_id, message_id)
+		if _, err := execTx(ctx, tx, `INSERT INTO message_mentions (user_id, room_id, message_id)
 			SELECT id, ?, ? FROM users WHERE name = ? ON CONFLICT DO NOTHING`, roomID, msgID, mn.User); err != nil {
 			return err
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
-// steersForMessageTx records a steer for every agent mention of a user's
+// decideSteersTx records a steer for every agent mention of a user's
 // message, with the hub's decision on it: pending (the router delivers
 // it) or rejected with why. Deciding here, in the projection, makes the
 // decision part of the log's order and the same on every node; what only
@@ -27,19 +27,19 @@ import (
 // the owner's startOnEnded decides when it follows a turn that ended).
 // Outside threads (and in a person's DM with an agent, one conversation) a
 // mention steers the turn the agent runs, as the sender saw it.
-func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, d chat.MessagePosted, files []chat.File, at time.Time) ([]chat.FeedItem, error) {
-	var feed []chat.FeedItem
+//
+// It only decides and records: the steer rows and the agents' timeline
+// entries, then hands the pending steers to the router (decidedTx). The
+// receipts reach the room's feed with steerReceiptsFeedTx, once the message
+// itself is written.
+func decideSteersTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, d chat.MessagePosted, files []chat.File, at time.Time) ([]decidedSteer, error) {
 	thread := d.Thread
 	if _, _, _, dm := chat.AgentDMParts(d.Room); dm {
 		thread = 0
 	}
 	sum := sha256.Sum256([]byte(d.Text))
 	textHash := hex.EncodeToString(sum[:])
-	type decided struct {
-		r    chat.Receipt
-		held bool
-	}
-	var receipts []decided
+	var receipts []decidedSteer
 	i := 0
 	for _, mn := range d.Mentions {
 		if mn.Kind != chat.MentionAgent {
@@ -131,16 +131,33 @@ func steersForMessageTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int6
 			exp := storedTime(*st.expires)
 			r.Expires = &exp
 		}
-		receipts = append(receipts, decided{r: r, held: st.status == wire.StatusHeld})
+		receipts = append(receipts, decidedSteer{r: r, held: st.status == wire.StatusHeld})
 	}
-	// Decided: the router may deliver them while the feed is written.
+	// Decided: the router may deliver them while the rest is written.
 	decidedTx(ctx)
+	return receipts, nil
+}
+
+// decidedSteer is a steer decideSteersTx recorded: its receipt, and whether
+// its owner is asked first.
+type decidedSteer struct {
+	r    chat.Receipt
+	held bool
+}
+
+// steerReceiptsFeedTx sends the room the receipts of the steers a message
+// made, and the owners the mentions held for them.
+func steerReceiptsFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, room string, receipts []decidedSteer, at time.Time) ([]chat.FeedItem, error) {
+	if len(receipts) == 0 {
+		return nil, nil
+	}
+	var feed []chat.FeedItem
 	members, err := membersTx(ctx, tx, roomID)
 	if err != nil {
 		return nil, err
 	}
 	for _, dc := range receipts {
-		items, err := feedTx(ctx, tx, seq, roomID, 0, members.ids, map[string]any{"id": seq, "type": "receipt", "room": d.Room, "at": at, "data": dc.r})
+		items, err := feedTx(ctx, tx, seq, roomID, 0, members.ids, map[string]any{"id": seq, "type": "receipt", "room": room, "at": at, "data": dc.r})
 		if err != nil {
 			return nil, err
 		}
