@@ -117,6 +117,7 @@ type Log struct {
 
 	applied  atomic.Uint64
 	acked    atomic.Uint64 // the highest sequence an append of this node was acknowledged with
+	inflight atomic.Int64  // appends of this node published and not yet acknowledged
 	batches  atomic.Uint64 // transactions the projector committed
 	events   atomic.Uint64 // events in them
 	startSeq uint64        // stream's last seq when we started: ready once applied
@@ -401,15 +402,20 @@ func (l *Log) Append(ctx context.Context, ev chat.Event, opts ...AppendOption) (
 		}
 		l.mu.Unlock()
 	}()
+	l.inflight.Add(1)
 	ack, err := l.publish(ctx, subject(ev, opts), ev, data)
 	if err != nil {
+		l.inflight.Add(-1)
 		return 0, l.publishErr(err)
 	}
 	l.appended()
+	// In this order, a projector looking for it sees the append in flight,
+	// or acknowledged (and waits for its entry), or its entry.
+	l.noteAcked(ack.Sequence)
+	l.inflight.Add(-1)
 	if !ack.Duplicate {
 		l.local.put(ack.Sequence, data)
 	}
-	l.noteAcked(ack.Sequence)
 	if ack.Duplicate {
 		// Appended before under the same id: answer as the first time.
 		if err := l.WaitApplied(ctx, ack.Sequence); err != nil {
@@ -598,9 +604,10 @@ func (l *Log) storeFull(ctx context.Context) (full, known bool, detail error) {
 
 // Group commit: the projector applies every event waiting for it in one
 // transaction (a commit costs more than several events). It also waits a
-// moment for events this node's appends know are in the stream (acked)
-// but that have not reached it yet: under load that keeps batches large;
-// alone, an append's event is usually there first and nothing waits.
+// moment (batchLinger at most) while this node has appends on their way:
+// published and not yet acknowledged, or acknowledged and not yet here.
+// Under load that keeps batches large; alone, an append's event is there
+// before the projector looks, and nothing waits.
 const (
 	maxBatch    = 512
 	batchLinger = 300 * time.Microsecond
@@ -709,7 +716,7 @@ func (l *Log) project() {
 			if poll() {
 				continue
 			}
-			if l.acked.Load() < next {
+			if l.acked.Load() < next && l.inflight.Load() == 0 {
 				break // nothing this node appended is on its way
 			}
 			if !lingering {
