@@ -621,9 +621,11 @@ const (
 // what is applied and its order do not change. Bounded: past localMax
 // events (a stalled projector), appends leave it to the consumer.
 type localEntries struct {
-	mu   sync.Mutex
-	m    map[uint64][]byte
-	wake chan struct{} // a token when an entry arrives
+	mu      sync.Mutex
+	m       map[uint64][]byte
+	next    uint64        // the sequence the projector asked for last
+	sweepAt int           // size at which put drops entries older than next
+	wake    chan struct{} // a token when an entry arrives
 }
 
 const localMax = 4096
@@ -632,14 +634,27 @@ const localMax = 4096
 // drops them.
 func (q *localEntries) init() {
 	q.mu.Lock()
-	q.m = map[uint64][]byte{}
+	q.m, q.sweepAt = map[uint64][]byte{}, 64
 	q.mu.Unlock()
 }
 
 func (q *localEntries) put(seq uint64, data []byte) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.m == nil || len(q.m) >= localMax {
+	if q.m == nil {
+		return
+	}
+	if len(q.m) >= q.sweepAt {
+		// Entries the consumer brought first stay until a sweep; sweeping
+		// when the map has doubled keeps it amortized O(1) per append.
+		for s := range q.m {
+			if s < q.next {
+				delete(q.m, s)
+			}
+		}
+		q.sweepAt = max(64, 2*len(q.m))
+	}
+	if len(q.m) >= localMax || seq < q.next {
 		return
 	}
 	q.m[seq] = data
@@ -649,21 +664,14 @@ func (q *localEntries) put(seq uint64, data []byte) {
 	}
 }
 
-// take removes and returns the entry for seq, forgetting any older ones
-// (the consumer brought them first).
+// take removes and returns the entry for seq, the projector's next.
 func (q *localEntries) take(seq uint64) (Entry, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.next = seq
 	data, ok := q.m[seq]
 	if ok {
 		delete(q.m, seq)
-	}
-	if len(q.m) > 0 {
-		for s := range q.m {
-			if s < seq {
-				delete(q.m, s)
-			}
-		}
 	}
 	return Entry{Seq: seq, Data: data}, ok
 }

@@ -253,3 +253,32 @@ func TestGapsAndAHeldProjector(t *testing.T) {
 	}
 	checkStream(t, js, got)
 }
+
+// Entries the consumer brought first are never taken from the local map:
+// they are dropped as they arrive or at the next sweep, so the map stays
+// the size of the appends in flight however long the hub runs.
+func TestLocalEntriesStayBounded(t *testing.T) {
+	var q localEntries
+	q.wake = make(chan struct{}, 1)
+	q.init()
+	q.take(100) // the projector is at 100
+	q.put(50, []byte("old"))
+	if len(q.m) != 0 {
+		t.Fatalf("an entry older than the projector was kept: %v", q.m)
+	}
+	for seq := uint64(100); seq < 1100; seq++ {
+		q.put(seq, []byte("x"))
+		if seq%2 == 0 { // the consumer brought every other one first
+			q.take(seq + 1)
+			if e, ok := q.take(seq + 2); ok && e.Seq != seq+2 {
+				t.Fatalf("took %d for %d", e.Seq, seq+2)
+			}
+		}
+	}
+	if len(q.m) > 128 {
+		t.Fatalf("%d entries kept, want at most 128", len(q.m))
+	}
+	if e, ok := q.take(2000); ok {
+		t.Fatalf("took %d, never put", e.Seq)
+	}
+}
