@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/internal/natstest"
 )
 
 // recorder is a projector that keeps what it was given, in order. While
@@ -78,29 +77,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func newJS(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	nc, err := nats.Connect("", nats.InProcessServer(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
 func newEvent(t *testing.T, text string) chat.Event {
 	t.Helper()
 	ev, err := chat.NewEvent(chat.EvMessagePosted, time.Now(), chat.MessagePosted{Room: "r", AuthorKind: chat.AuthorUser, Author: "u", Text: text})
@@ -149,7 +125,7 @@ func checkStream(t *testing.T, js jetstream.JetStream, got []Entry) {
 // through the consumer. Whatever arrives first, every event is applied
 // once, in the stream's order, with the stream's bytes.
 func TestAppendsAndOtherNodesEventsApplyInOrder(t *testing.T) {
-	js := newJS(t)
+	js := natstest.JetStream(t)
 	rec := &recorder{}
 	l := New(Config{JS: js, Projector: rec})
 	ctx := context.Background()
@@ -199,7 +175,7 @@ func TestAppendsAndOtherNodesEventsApplyInOrder(t *testing.T) {
 // projector is held up, appends pile up and the consumer catches up with
 // them; nothing is applied twice.
 func TestGapsAndAHeldProjector(t *testing.T) {
-	js := newJS(t)
+	js := natstest.JetStream(t)
 	ctx := context.Background()
 	first := New(Config{JS: js, Projector: &recorder{}}) // creates the stream
 	if err := first.Start(ctx); err != nil {

@@ -3,34 +3,16 @@ package room
 import (
 	"context"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
+	"github.com/wheelhouse-dev/wheelhouse/internal/natstest"
 )
 
 // A message that mentions no agent is published on the plain subject, so
 // the hub's router (whose consumer filters on the message type's subject)
 // never receives it; one that mentions an agent is on the type's subject.
 func TestPostSubjects(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	nc, err := nats.Connect("", nats.InProcessServer(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	js := natstest.JetStream(t)
 	ctx := context.Background()
 	s, err := Open(ctx, Config{DataDir: t.TempDir(), JS: js})
 	if err != nil {

@@ -7,37 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/internal/natstest"
 )
-
-// jetStream starts a real NATS server (JetStream on, random port) for the
-// limiter's bucket.
-func jetStream(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
 
 type clock struct {
 	mu sync.Mutex
@@ -54,7 +28,7 @@ func (c *clock) add(d time.Duration) {
 func TestLimiterGrowingDelays(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{t: time.Unix(1_000_000, 0)}
-	l, err := openLimiter(ctx, jetStream(t), 1, clk.now, time.Hour)
+	l, err := openLimiter(ctx, natstest.JetStream(t), 1, clk.now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +85,7 @@ func TestLimiterGrowingDelays(t *testing.T) {
 func TestLimiterCountsParallelAttempts(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{t: time.Unix(1_000_000, 0)}
-	l, err := openLimiter(ctx, jetStream(t), 1, clk.now, time.Hour)
+	l, err := openLimiter(ctx, natstest.JetStream(t), 1, clk.now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +116,7 @@ func TestLimiterCountsParallelAttempts(t *testing.T) {
 // Entries expire a while after their last attempt (the bucket's TTL).
 func TestLimiterEntriesExpire(t *testing.T) {
 	ctx := context.Background()
-	l, err := openLimiter(ctx, jetStream(t), 1, time.Now, 500*time.Millisecond)
+	l, err := openLimiter(ctx, natstest.JetStream(t), 1, time.Now, 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +158,7 @@ func TestAddrKey(t *testing.T) {
 func TestPasswordAttemptMessage(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{t: time.Unix(1_000_000, 0)}
-	l, err := openLimiter(ctx, jetStream(t), 1, clk.now, time.Hour)
+	l, err := openLimiter(ctx, natstest.JetStream(t), 1, clk.now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,14 +2,12 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/chat"
-	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
@@ -22,16 +20,7 @@ type benchStore struct {
 
 func (b *benchStore) apply(tb testing.TB, evs ...chat.Event) {
 	tb.Helper()
-	batch := make([]eventlog.Entry, len(evs))
-	for i, ev := range evs {
-		data, err := json.Marshal(ev)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		b.seq++
-		batch[i] = eventlog.Entry{Seq: b.seq, Data: data}
-	}
-	outs, _, err := b.s.Apply(context.Background(), batch)
+	outs, _, err := b.s.Apply(context.Background(), entries(tb, b, evs...))
 	if err != nil {
 		tb.Fatal(err)
 	}
