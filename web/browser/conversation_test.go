@@ -285,6 +285,20 @@ func (s *suite) unreadFollows(t *testing.T) {
 	b2.gone(t, badge)
 	b.click(t, `.room-link[data-room="dev"]`)
 	b.waitJS(t, "#dev open", `location.hash === '#/r/dev'`)
+
+	// A click the room list redraws under, between the press and the
+	// release (a message arrives and the DM gets its badge), still opens
+	// the room: the list keeps its links in place.
+	link := `.room-link[data-room="dm:alice:bob"]`
+	xy := eval[[]float64](t, b, fmt.Sprintf(`(() => { const r = document.querySelector(%s).getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`, js(link)))
+	b.do(t, "press on the DM", chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	s.alice.Post("dm:alice:bob", "one more thing")
+	b.waitJS(t, "the DM's badge", fmt.Sprintf(`document.querySelector(%s)?.textContent === '1'`, js(badge)))
+	b.do(t, "release on the DM", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, xy[0], xy[1], chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	b.waitJS(t, "the DM open", `location.hash === '#/r/' + encodeURIComponent('dm:alice:bob')`)
+	b.gone(t, badge)
+	b.click(t, `.room-link[data-room="dev"]`)
+	b.waitJS(t, "#dev open", `location.hash === '#/r/dev'`)
 }
 
 // newUserInGeneral: with #general among the default rooms, a user added

@@ -37,6 +37,46 @@ export function clear(el) {
   return el;
 }
 
+/**
+ * Make el's children look like fresh's while keeping the nodes that stay:
+ * a list redrawn on every change (the room list, on each unread count)
+ * would otherwise replace the element under a click between its mousedown
+ * and mouseup, and the click would be lost. Children are matched by key(node)
+ * when it gives one, else by position and tag. Listeners stay those of the
+ * kept nodes: fresh nodes must be built the same way.
+ */
+export function morphChildren(el, fresh, key = () => null) {
+  const byKey = new Map();
+  for (const c of el.children) {
+    const k = key(c);
+    if (k != null) byKey.set(k, c);
+  }
+  const want = [...fresh];
+  want.forEach((n, i) => {
+    const k = key(n);
+    let old = k != null ? byKey.get(k) : el.childNodes[i];
+    if (k != null) byKey.delete(k);
+    if (old && old.nodeType === n.nodeType && old.nodeName === n.nodeName && (k != null || key(old) == null)) {
+      morph(old, n);
+    } else {
+      old = n;
+    }
+    if (el.childNodes[i] !== old) el.insertBefore(old, el.childNodes[i] || null);
+  });
+  while (el.childNodes.length > want.length) el.lastChild.remove();
+  return el;
+}
+
+function morph(old, n) {
+  if (old.nodeType !== Node.ELEMENT_NODE) {
+    if (old.nodeValue !== n.nodeValue) old.nodeValue = n.nodeValue;
+    return;
+  }
+  for (const a of [...old.attributes]) if (!n.hasAttribute(a.name)) old.removeAttribute(a.name);
+  for (const a of n.attributes) if (old.getAttribute(a.name) !== a.value) old.setAttribute(a.name, a.value);
+  morphChildren(old, n.childNodes);
+}
+
 // Announce text to screen readers through the polite live region.
 let announceTimer;
 export function announce(text) {

@@ -1,7 +1,7 @@
 // sidebar.js — the room and DM lists with unread counts, the user menu, and
 // the drawer behaviour on narrow screens.
 
-import { h, clear, avatar, initials, hueClass, icon } from './dom.js';
+import { h, morphChildren, avatar, initials, hueClass, icon } from './dom.js';
 import { state, on, isDM, roomLabel } from './store.js';
 import { unreadCount, unreadLabel, totalUnread, mentionCount } from './unread.js';
 
@@ -100,12 +100,13 @@ export function renderRooms() {
   const sorted = (xs) => xs.sort((a, b) => roomLabel(a).localeCompare(roomLabel(b)));
   const plain = sorted(rooms.filter((r) => !isDM(r)));
   const dms = sorted(rooms.filter(isDM));
-  const rl = clear(document.getElementById('room-list'));
-  const dl = clear(document.getElementById('dm-list'));
-  if (!plain.length) rl.append(h('li', { class: 'nav-empty' }, 'No rooms yet — create one or browse.'));
-  for (const r of plain) rl.append(roomItem(r));
-  if (!dms.length) dl.append(h('li', { class: 'nav-empty' }, 'No direct messages yet.'));
-  for (const r of dms) dl.append(roomItem(r));
+  // Redrawn on every unread change: kept in place, so a click on a room
+  // never lands on a link replaced under it.
+  const roomKey = (li) => li.firstElementChild?.dataset?.room ?? null;
+  morphChildren(document.getElementById('room-list'),
+    plain.length ? plain.map(roomItem) : [h('li', { class: 'nav-empty' }, 'No rooms yet — create one or browse.')], roomKey);
+  morphChildren(document.getElementById('dm-list'),
+    dms.length ? dms.map(roomItem) : [h('li', { class: 'nav-empty' }, 'No direct messages yet.')], roomKey);
   const t = totalUnread();
   const cur = state.current && state.rooms.get(state.current);
   document.title = `${t ? `(${t}) ` : ''}${cur ? roomLabel(cur) + ' — ' : ''}Wheelhouse`;
