@@ -17,18 +17,6 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
 
-// evalAsync evaluates a JavaScript expression that yields a promise.
-func evalAsync[T any](t testing.TB, p *page, expr string) T {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, actionTimeout)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatalf("%s: evaluate %s: %v", p.name, expr, err)
-	}
-	return v
-}
-
 // enroll enrolls p's browser as device name with a code the bridge shows
 // (read off its terminal, as the owner does).
 func enroll(t *testing.T, p *page, br *testhub.Bridge, name string, passkey bool) {
@@ -75,7 +63,7 @@ func (s *suite) enrollBrowser(t *testing.T) {
 	if !strings.Contains(s.br.Out(), `trusted device "laptop"`) {
 		t.Fatalf("the bridge did not trust the laptop:\n%s", s.br.Out())
 	}
-	got := evalAsync[string](t, a, `(async () => {
+	got := evalAwait[string](t, a, `(async () => {
 		const db = await new Promise((ok, no) => { const r = indexedDB.open('wheelhouse-devices', 1); r.onsuccess = () => ok(r.result); r.onerror = () => no(r.error); });
 		const rec = await new Promise((ok) => { const r = db.transaction('devices').objectStore('devices').get('alice'); r.onsuccess = () => ok(r.result); });
 		try { await crypto.subtle.exportKey('pkcs8', rec.keyPair.privateKey); return 'exported'; } catch (e) { return rec.kind + ':' + rec.keyPair.privateKey.extractable + ':' + e.name; }
