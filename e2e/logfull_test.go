@@ -2,18 +2,12 @@ package e2e_test
 
 import (
 	"fmt"
-	"net"
-	"net/url"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/wheelhouse-dev/wheelhouse/hub"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
 
@@ -81,7 +75,8 @@ func TestEventLogFull(t *testing.T) {
 // nats-server allows upward only), the next write goes through and the hub
 // is ready again, without a restart.
 func TestEventLogFullExternalRecovers(t *testing.T) {
-	ns, opts := startNATSWithStore(t, 256<<10)
+	ns := testhub.StartNATSWith(t, func(o *server.Options) { o.JetStreamMaxStore = 256 << 10 })
+	opts := ns.Options
 	h := testhub.Start(t, testhub.Options{NATS: ns})
 	admin := h.Setup("root", "correct horse")
 	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "r"})
@@ -109,41 +104,4 @@ func TestEventLogFullExternalRecovers(t *testing.T) {
 	testhub.WaitFor(t, 10*time.Second, "readyz 200", func() bool {
 		return testhub.NewClient(t, h.URL()).Do("GET", "/readyz", nil).Status == 200
 	})
-}
-
-// startNATSWithStore is testhub.StartNATS (deploy/nats.conf, fresh
-// secrets) with a cap on the JetStream store; it returns the options with
-// the ports the server took, for a config reload.
-func startNATSWithStore(t *testing.T, maxStore int64) (*testhub.NATS, *server.Options) {
-	t.Helper()
-	dir := t.TempDir()
-	if _, err := hub.GenerateNATSSecrets(filepath.Join(dir, "secrets")); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(dir, "nats.conf")
-	if err := os.Symlink(testhub.RepoFile("deploy/nats.conf"), conf); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("WH_NATS_WEBSOCKET", "127.0.0.1:-1")
-	opts, err := server.ProcessConfigFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.ServerName, opts.Host, opts.Port, opts.StoreDir = "test-nats", "127.0.0.1", -1, filepath.Join(dir, "js")
-	opts.NoSigs, opts.NoLog, opts.JetStreamMaxStore = true, true, maxStore
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(ns.Shutdown)
-	ws := ns.WebsocketURL()
-	opts.Port = ns.Addr().(*net.TCPAddr).Port
-	if u, err := url.Parse(ws); err == nil {
-		opts.Websocket.Port, _ = strconv.Atoi(u.Port())
-	}
-	return &testhub.NATS{Server: ns, URL: ns.ClientURL(), Websocket: ws, Secrets: filepath.Join(dir, "secrets", hub.HubAuthFile)}, opts
 }

@@ -1,10 +1,13 @@
 package testhub
 
 import (
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -28,13 +31,19 @@ type NATS struct {
 	URL       string // the hubs' --nats-url
 	Websocket string // the hubs' --nats-websocket
 	Secrets   string // the hubs' --nats-secrets
+	// Options are the server's, with the ports it took (for a reload).
+	Options *server.Options
 }
 
 var setWebsocketEnv sync.Once
 
 // StartNATS runs one node from deploy/nats.conf (no routes) on random
 // loopback ports, with freshly generated secrets.
-func StartNATS(t testing.TB) *NATS {
+func StartNATS(t testing.TB) *NATS { t.Helper(); return StartNATSWith(t, nil) }
+
+// StartNATSWith is StartNATS with tune applied to the options first (a
+// store limit, say).
+func StartNATSWith(t testing.TB, tune func(*server.Options)) *NATS {
 	t.Helper()
 	dir := t.TempDir()
 	if _, err := hub.GenerateNATSSecrets(filepath.Join(dir, "secrets")); err != nil {
@@ -53,6 +62,9 @@ func StartNATS(t testing.TB) *NATS {
 	}
 	opts.ServerName, opts.Host, opts.Port, opts.StoreDir = "test-nats", "127.0.0.1", -1, filepath.Join(dir, "js")
 	opts.NoSigs, opts.NoLog = true, true
+	if tune != nil {
+		tune(opts)
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +74,12 @@ func StartNATS(t testing.TB) *NATS {
 		t.Fatal("nats-server not ready")
 	}
 	t.Cleanup(ns.Shutdown)
-	return &NATS{Server: ns, URL: ns.ClientURL(), Websocket: ns.WebsocketURL(), Secrets: filepath.Join(dir, "secrets", hub.HubAuthFile)}
+	ws := ns.WebsocketURL()
+	opts.Port = ns.Addr().(*net.TCPAddr).Port
+	if u, err := url.Parse(ws); err == nil {
+		opts.Websocket.Port, _ = strconv.Atoi(u.Port())
+	}
+	return &NATS{Server: ns, URL: ns.ClientURL(), Websocket: ws, Secrets: filepath.Join(dir, "secrets", hub.HubAuthFile), Options: opts}
 }
 
 // NATSServerBinary is the real nats-server the cluster tests run:
