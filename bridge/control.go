@@ -188,19 +188,9 @@ func (b *Bridge) answerInvitation(id int64, decision string) error {
 		return wh.Errorf(wh.EUnavailable, "the bridge is not connected to the hub yet")
 	}
 	ask := func(req wire.InvitationsRequest) ([]wire.Invitation, error) {
-		data, _ := json.Marshal(req)
-		m, err := b.nc.Request(wire.FromBridge(b.cfg.Creds.BridgeID, wire.KindInvitations), data, 10*time.Second)
-		if err != nil {
-			return nil, wh.Errorf(wh.EUnavailable, "the hub did not answer: %v", err)
-		}
-		var rep wire.InvitationsReply
-		if err := json.Unmarshal(m.Data, &rep); err != nil {
-			return nil, wh.Wrap(err, "decode the hub's answer")
-		}
-		if !rep.OK {
-			return nil, wh.Errorf(rep.Code, "%s", rep.Message)
-		}
-		return rep.Invitations, nil
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return askInvitations(ctx, b.nc, b.cfg.Creds.BridgeID, req)
 	}
 	invs, err := ask(wire.InvitationsRequest{})
 	if err != nil {

@@ -276,8 +276,13 @@ func (c *Credentials) Invitations(ctx context.Context, req wire.InvitationsReque
 		return nil, err
 	}
 	defer nc.Close()
+	return askInvitations(ctx, nc, c.BridgeID, req)
+}
+
+// askInvitations lists or answers invitations over a bridge's connection.
+func askInvitations(ctx context.Context, nc *nats.Conn, bridgeID string, req wire.InvitationsRequest) ([]wire.Invitation, error) {
 	data, _ := json.Marshal(req)
-	m, err := nc.RequestWithContext(ctx, wire.FromBridge(c.BridgeID, wire.KindInvitations), data)
+	m, err := nc.RequestWithContext(ctx, wire.FromBridge(bridgeID, wire.KindInvitations), data)
 	if err != nil {
 		return nil, wh.Errorf(wh.EUnavailable, "the hub did not answer: %v", err)
 	}
