@@ -30,9 +30,12 @@ func (s *suite) slashCommands(t *testing.T) {
 	a.visible(t, `#slash-list .slash-option[data-command="invite"]`)
 	a.visible(t, `#slash-list .slash-option[data-command="stop"]`) // alice's agent is in the room
 	a.shot(t, s.shots, "slash")
+	b.compose(t, "/")
+	b.visible(t, `#slash-list .slash-option[data-command="topic"]`)
 	if eval[bool](t, b, `!!document.querySelector('#slash-list .slash-option[data-command="stop"]')`) {
 		t.Error("bob is offered /stop with no agent of his in the room")
 	}
+	b.compose(t, "")
 	a.typeMore(t, "top")
 	a.waitJS(t, "only /topic left", `document.querySelectorAll('#slash-list .slash-option').length === 1`)
 	a.do(t, "press Enter", pressEnter())

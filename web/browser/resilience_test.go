@@ -49,8 +49,6 @@ func (s *suite) markupAsText(t *testing.T) {
 				t.Errorf("%s's page does not show %q as text", p.name, text)
 			}
 		}
-		// Clicking the javascript: link does nothing.
-		eval[bool](t, p, body+`.querySelector('a').click() || true`)
 		if n := eval[int](t, p, `document.querySelectorAll('img[src="x"], img[onerror]').length`); n != 0 {
 			t.Errorf("%s's page has %d injected images", p.name, n)
 		}
@@ -68,7 +66,7 @@ func (s *suite) markdown(t *testing.T) {
 		"1. read the **grammar**\n2. write `lexer.go`\n   - keep it small\n\n" +
 		"- [x] tokens\n- [ ] errors\n\n" +
 		"| file | lines | state |\n|:--|--:|:-:|\n| lexer.go | 120 | done |\n| parser.go | 480 | ~~old~~ new |\n\n" +
-		"```go\nfunc Lex(s string) []Token { return nil }\n```\n" +
+		"```go\nfunc Lex(s string) []Token { return nil } // ask @alice\n```\n" +
 		"> quoted note\n\nSee https://go.dev/ref/spec and ask @alice. md-end"
 	a.sendLines(t, text)
 	msg := messageJS("alice", "md-end")
