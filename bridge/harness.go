@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,13 @@ type Input struct {
 	// harness that can also run the turn read-only (codex: its read-only
 	// sandbox) does, so what needs no approval cannot write either.
 	ReadOnly bool
+
+	// What the bridge built it from, to build it again under the room's
+	// ceiling when a queued message starts (the owner may have changed the
+	// ceiling while it waited).
+	prov        authz.Provenance
+	taintStrict bool   // Strict for the message's own sake (taint), whatever the room
+	ceiling     string // the ceiling Text, Strict and ReadOnly were built for
 }
 
 // Gating is how a harness answers the bridge's question "will every side

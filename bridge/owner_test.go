@@ -9,11 +9,13 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -328,4 +330,61 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// recording is a harness that keeps the inputs of the turns it starts and
+// guarantees strict turns (every side effect reaches the gate).
+type recording struct {
+	idle
+	mu      sync.Mutex
+	started []Input
+}
+
+func (h *recording) StartTurn(_ context.Context, in Input) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.started = append(h.started, in)
+	return fmt.Sprintf("t%d", len(h.started)), nil
+}
+func (*recording) StrictTurns() error     { return nil }
+func (*recording) TurnStrict(string) bool { return true }
+func (*recording) OwnerTurns() string     { return "" }
+
+// A message that waits in the queue starts under the room's ceiling as it
+// is when it starts: the owner made #dev read-only meanwhile, so the turn
+// is strict and read-only and the model is told so, though the message
+// was decided under a normal ceiling.
+func TestQueuedMessageStartsUnderTheCeilingOfItsStart(t *testing.T) {
+	h := &recording{}
+	b, err := New(Config{Creds: &Credentials{Owner: "alice", BridgeID: "b0123456789ab"},
+		Agents:    []AgentConfig{{Name: "codex", Harness: "rec", Rooms: map[string]string{"dev": "normal"}}},
+		Harnesses: map[string]Factory{"rec": func(Deps) (Harness, error) { return h, nil }},
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := b.agents["codex"]
+	r.mu.Lock()
+	r.turnID, r.status = "t0", wire.AgentWorking // a turn runs in another thread
+	r.mu.Unlock()
+	now := time.Now()
+	rc, _ := r.deliver(wire.Steer{ID: "s-1", Agent: "codex", Owner: "alice", Room: "dev", RoomKind: "room", MessageID: 7,
+		Sender: "alice", SenderIsOwner: true, SentAt: now, Deadline: now.Add(time.Minute), Text: "tidy the repo", NewTurn: true})
+	if rc.Status != wire.StatusQueued {
+		t.Fatalf("receipt %+v: want queued behind the running turn", rc)
+	}
+	if err := r.consent(wire.Consent{Agent: "codex", By: "alice", Room: "dev", Action: wire.ConsentCeiling, Ceiling: authz.CeilingReadOnly}); err != nil {
+		t.Fatal(err) // stricter: no signature needed
+	}
+	r.clearTurn("t0", wire.TurnCompleted)
+	r.deliverQueued()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.started) != 1 {
+		t.Fatalf("%d turns started, want the queued one", len(h.started))
+	}
+	in := h.started[0]
+	if !in.Strict || !in.ReadOnly || !strings.Contains(in.Text, "only read") {
+		t.Fatalf("the queued message started strict=%v read-only=%v with:\n%s", in.Strict, in.ReadOnly, in.Text)
+	}
 }

@@ -231,20 +231,16 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 		}
 		return wire.Receipt{Status: wire.StatusSteered, Detail: "stopped the running turn"}
 	}
-	data, needsStrict := r.inputTaint(st)
-	if authz.CeilingNeedsStrict(ceiling) {
-		if err := strictTurns(r.h); err != nil {
-			return reject(wire.ReasonNotAllowed, fmt.Sprintf("%s is %s for @%s, and its harness cannot guarantee that: %v", st.Room, ceiling, r.cfg.Name, err))
-		}
-		needsStrict = true
-	}
+	data, taintStrict := r.inputTaint(st)
 	prov := provenance(st, r.attachments(st))
 	if forwarded {
 		prov.ForwardedBy = st.ForwardedBy
 	}
-	prov.Ceiling = ceiling
-	in := Input{Text: authz.Envelope(prov), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, Strict: needsStrict,
-		ReadOnly: ceiling == authz.CeilingReadOnly}
+	in, err := r.input(st, prov, taintStrict, ceiling)
+	if err != nil {
+		return reject(wire.ReasonNotAllowed, err.Error())
+	}
+	needsStrict := in.Strict
 
 	r.op.Lock()
 	defer r.op.Unlock()
@@ -290,6 +286,22 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 			st.Room, ceiling, r.cfg.Name, ceiling)}
 	}
 	return r.place(st, in, pol, mode, turn, data)
+}
+
+// input builds what the harness receives for st under the room's ceiling:
+// the envelope states the limit, and a ceiling that needs every side effect
+// to reach the gate makes the turn strict (an error if the harness cannot).
+func (r *runner) input(st wire.Steer, prov authz.Provenance, taintStrict bool, ceiling string) (Input, error) {
+	strict := taintStrict
+	if authz.CeilingNeedsStrict(ceiling) {
+		if err := strictTurns(r.h); err != nil {
+			return Input{}, fmt.Errorf("%s is %s for @%s, and its harness cannot guarantee that: %v", st.Room, ceiling, r.cfg.Name, err)
+		}
+		strict = true
+	}
+	prov.Ceiling = ceiling
+	return Input{Text: authz.Envelope(prov), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, Strict: strict,
+		ReadOnly: ceiling == authz.CeilingReadOnly, prov: prov, taintStrict: taintStrict, ceiling: ceiling}, nil
 }
 
 // place carries out the delivery decided for a steer: start a turn, steer
@@ -353,6 +365,12 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 	ceiling, ok := r.roomGrant(st.Room)
 	if !ok { // removed while the message waited in the queue
 		return reject(wire.ReasonAgentNotInRoom, fmt.Sprintf("@%s may no longer act in %s", r.cfg.Name, st.Room))
+	}
+	if ceiling != in.ceiling { // changed while the message waited in the queue
+		var err error
+		if in, err = r.input(st, in.prov, in.taintStrict, ceiling); err != nil {
+			return reject(wire.ReasonNotAllowed, err.Error())
+		}
 	}
 	r.mu.Lock()
 	r.turnRoom, r.steeredBy, r.data, r.steers, r.ceiling = st.Room, []string{st.Sender}, data, 1, ceiling
