@@ -1,10 +1,10 @@
 package bridge
 
 import (
-	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"log/slog"
 
 	"github.com/wheelhouse-dev/wheelhouse/wire"

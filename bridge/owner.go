@@ -161,7 +161,7 @@ func (b *Bridge) deviceName(id string) string {
 // onDevice enrolls, revokes or lists the owner's devices for the hub.
 func (b *Bridge) onDevice(m *nats.Msg) {
 	var req wire.DeviceRequest
-	if err := decodeStrict(m.Data, &req); err != nil {
+	if err := wire.Decode(m.Data, &req); err != nil {
 		respond(m, wire.DeviceReply{Ack: wire.Ack{Code: wh.EInvalid, Message: "undecodable device request"}})
 		return
 	}
@@ -251,7 +251,7 @@ func (b *Bridge) enrollDevice(e wire.Enrollment) (wire.Device, error) {
 // ceiling, as the owner decided.
 func (b *Bridge) onConsent(m *nats.Msg) {
 	var c wire.Consent
-	if err := decodeStrict(m.Data, &c); err != nil {
+	if err := wire.Decode(m.Data, &c); err != nil {
 		respond(m, wire.Ack{Code: wh.EInvalid, Message: "undecodable consent"})
 		return
 	}
@@ -472,19 +472,6 @@ func (r *runner) checkForward(st wire.Steer) authz.Decision {
 	_, d := r.b.trust.checkSigned(st.Forward, authz.Statement{Kind: authz.StatementForward, Agent: r.handleName(), Steer: st.ID, Room: st.Room,
 		Sender: st.Sender, TextHash: authz.TextHash(st.Text)})
 	return d
-}
-
-// decodeStrict reads one JSON object with no unknown fields.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data")
-	}
-	return nil
 }
 
 // effectivePolicy is the policy an agent starts with: the store's, as long

@@ -204,39 +204,39 @@ func wireValid(kind string, data []byte, now time.Time) bool {
 	switch kind {
 	case wire.KindAnnounce:
 		var v wire.Announce
-		if err = decodeMsg(data, &v); err == nil {
+		if err = wire.Decode(data, &v); err == nil {
 			if err = v.Validate(); err == nil && v.Version != wire.Version {
 				return false
 			}
 		}
 	case wire.KindHeartbeat:
 		var v wire.Heartbeat
-		if err = decodeMsg(data, &v); err == nil {
+		if err = wire.Decode(data, &v); err == nil {
 			err = v.Validate(now)
 		}
 	case wire.KindReceipt:
 		var v wire.Receipt
-		if err = decodeMsg(data, &v); err == nil {
+		if err = wire.Decode(data, &v); err == nil {
 			err = v.Validate(now)
 		}
 	case wire.KindTurn:
 		var v wire.TurnEvent
-		if err = decodeMsg(data, &v); err == nil {
+		if err = wire.Decode(data, &v); err == nil {
 			err = v.Validate(now)
 		}
 	case wire.KindApproval:
 		var v wire.ApprovalRequest
-		if err = decodeMsg(data, &v); err == nil {
+		if err = wire.Decode(data, &v); err == nil {
 			err = v.Validate(now)
 		}
 	case wire.KindApprovalUpdate:
 		var v wire.ApprovalUpdate
-		if err = decodeMsg(data, &v); err == nil {
+		if err = wire.Decode(data, &v); err == nil {
 			err = v.Validate()
 		}
 	case wire.KindInvitations:
 		var v wire.InvitationsRequest
-		if err = decodeMsg(data, &v); err == nil {
+		if err = wire.Decode(data, &v); err == nil {
 			err = v.Validate()
 		}
 	default:

@@ -1,18 +1,15 @@
 package hub
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -321,23 +318,6 @@ func kindLabel(kind string) string {
 	return "unknown"
 }
 
-// decodeMsg reads a bridge message strictly: valid UTF-8, one JSON
-// object, no unknown fields, nothing after it.
-func decodeMsg(data []byte, v any) error {
-	if !utf8.Valid(data) {
-		return wh.Errorf(wh.EInvalid, "the message is not valid UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return wh.Errorf(wh.EInvalid, "undecodable: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return wh.Errorf(wh.EInvalid, "trailing data after the message")
-	}
-	return nil
-}
-
 // process handles one message of a paired bridge.
 func (l *Link) process(id string, m *nats.Msg) {
 	_, kind, _ := bridgeOf(m.Subject)
@@ -353,7 +333,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 	switch kind {
 	case wire.KindAnnounce:
 		var a wire.Announce
-		if err := decodeMsg(m.Data, &a); err != nil {
+		if err := wire.Decode(m.Data, &a); err != nil {
 			l.refuse(m, id, kind, err)
 			return
 		}
@@ -368,7 +348,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 		l.reply(m, l.announce(ctx, b, a))
 	case wire.KindReceipt:
 		var rc wire.Receipt
-		if err := decodeMsg(m.Data, &rc); err != nil {
+		if err := wire.Decode(m.Data, &rc); err != nil {
 			l.refuse(m, id, kind, err)
 			return
 		}
@@ -385,7 +365,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 		}
 	case wire.KindTurn:
 		var te wire.TurnEvent
-		if err := decodeMsg(m.Data, &te); err != nil {
+		if err := wire.Decode(m.Data, &te); err != nil {
 			l.refuse(m, id, kind, err)
 			return
 		}
@@ -398,7 +378,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 		}
 	case wire.KindApproval:
 		var req wire.ApprovalRequest
-		if err := decodeMsg(m.Data, &req); err != nil {
+		if err := wire.Decode(m.Data, &req); err != nil {
 			l.refuse(m, id, kind, err)
 			return
 		}
@@ -413,7 +393,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 		l.reply(m, l.approval(ctx, b, req))
 	case wire.KindInvitations:
 		var req wire.InvitationsRequest
-		if err := decodeMsg(m.Data, &req); err != nil {
+		if err := wire.Decode(m.Data, &req); err != nil {
 			l.refuse(m, id, kind, err)
 			return
 		}
@@ -424,7 +404,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 		l.reply(m, l.invitations(ctx, b, req))
 	case wire.KindDevices:
 		var dl wire.DeviceList
-		if err := decodeMsg(m.Data, &dl); err != nil {
+		if err := wire.Decode(m.Data, &dl); err != nil {
 			l.refuse(m, id, kind, err)
 			return
 		}
@@ -437,7 +417,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 		}
 	case wire.KindForgery:
 		var f wire.Forgery
-		if err := decodeMsg(m.Data, &f); err != nil {
+		if err := wire.Decode(m.Data, &f); err != nil {
 			l.refuse(m, id, kind, err)
 			return
 		}
@@ -448,7 +428,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 		l.forgery(ctx, b, f)
 	case wire.KindFile:
 		var req wire.FileRequest
-		err := decodeMsg(m.Data, &req)
+		err := wire.Decode(m.Data, &req)
 		if err == nil {
 			err = req.Validate()
 		}
@@ -468,7 +448,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 		}
 	case wire.KindApprovalUpdate:
 		var up wire.ApprovalUpdate
-		if err := decodeMsg(m.Data, &up); err != nil {
+		if err := wire.Decode(m.Data, &up); err != nil {
 			l.refuse(m, id, kind, err)
 			return
 		}

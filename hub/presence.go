@@ -22,7 +22,7 @@ func (l *Link) heartbeat(m *nats.Msg) {
 			return
 		}
 		var hb wire.Heartbeat
-		if err := decodeMsg(m.Data, &hb); err != nil {
+		if err := wire.Decode(m.Data, &hb); err != nil {
 			l.m.invalid.WithLabelValues(wire.KindHeartbeat).Inc()
 			return
 		}

@@ -1,13 +1,9 @@
-package hub
+package wire
 
-import (
-	"testing"
+import "testing"
 
-	"github.com/wheelhouse-dev/wheelhouse/wire"
-)
-
-// decodeMsg is the strict reading every bridge message gets.
-func TestDecodeMsg(t *testing.T) {
+// Decode is the strict reading every message from a peer gets.
+func TestDecode(t *testing.T) {
 	cases := []struct {
 		name, data string
 		ok         bool
@@ -29,9 +25,9 @@ func TestDecodeMsg(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var r wire.Receipt
-			if err := decodeMsg([]byte(c.data), &r); (err == nil) != c.ok {
-				t.Fatalf("decodeMsg(%q) = %v, want ok=%v", c.data, err, c.ok)
+			var r Receipt
+			if err := Decode([]byte(c.data), &r); (err == nil) != c.ok {
+				t.Fatalf("Decode(%q) = %v, want ok=%v", c.data, err, c.ok)
 			}
 		})
 	}
