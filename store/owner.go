@@ -23,16 +23,25 @@ func (s *Store) registerOwnerAppliers() {
 	s.appliers[chat.EvSteerForwarded] = applySteerForwarded
 }
 
+// bridgeOwnerTx is the user id of a bridge's owner. Only a missing bridge
+// refuses the event; any other error stops the projector (it is not the
+// same on every node).
+func bridgeOwnerTx(ctx context.Context, tx *sql.Tx, bridgeID string) (int64, error) {
+	var owner int64
+	err := tx.QueryRowContext(ctx, `SELECT owner_id FROM bridges WHERE id = ?`, bridgeID).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, wh.Errorf(wh.ENotFound, "no bridge %s", bridgeID)
+	}
+	return owner, err
+}
+
 func applyBridgeDevices(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
 	var d chat.BridgeDevices
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
-	var owner int64
-	if err := tx.QueryRowContext(ctx, `SELECT owner_id FROM bridges WHERE id = ?`, d.Bridge).Scan(&owner); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, wh.Errorf(wh.ENotFound, "no bridge %s", d.Bridge)
-		}
+	owner, err := bridgeOwnerTx(ctx, tx, d.Bridge)
+	if err != nil {
 		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM devices WHERE bridge_id = ?`, d.Bridge); err != nil {
@@ -75,9 +84,9 @@ func applyForgeryRefused(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Ev
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
-	var owner int64
-	if err := tx.QueryRowContext(ctx, `SELECT owner_id FROM bridges WHERE id = ?`, d.Bridge).Scan(&owner); err != nil {
-		return nil, wh.Errorf(wh.ENotFound, "no bridge %s", d.Bridge)
+	owner, err := bridgeOwnerTx(ctx, tx, d.Bridge)
+	if err != nil {
+		return nil, err
 	}
 	var feed []chat.FeedItem
 	if d.Handle != "" {
