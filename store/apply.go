@@ -400,7 +400,7 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 		}
 		feed = append(feed, items...)
 	}
-	items, err := steerReceiptsFeedTx(ctx, tx, seq, rid, d.Room, steers, ev.At)
+	items, err := steerReceiptsFeedTx(ctx, tx, seq, rid, d.Room, ids, steers, ev.At)
 	if err != nil {
 		return nil, err
 	}

@@ -147,17 +147,13 @@ type decidedSteer struct {
 
 // steerReceiptsFeedTx sends the room the receipts of the steers a message
 // made, and the owners the mentions held for them.
-func steerReceiptsFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, room string, receipts []decidedSteer, at time.Time) ([]chat.FeedItem, error) {
+func steerReceiptsFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, room string, members []int64, receipts []decidedSteer, at time.Time) ([]chat.FeedItem, error) {
 	if len(receipts) == 0 {
 		return nil, nil
 	}
 	var feed []chat.FeedItem
-	members, err := membersTx(ctx, tx, roomID)
-	if err != nil {
-		return nil, err
-	}
 	for _, dc := range receipts {
-		items, err := feedTx(ctx, tx, seq, roomID, 0, members.ids, map[string]any{"id": seq, "type": "receipt", "room": room, "at": at, "data": dc.r})
+		items, err := feedTx(ctx, tx, seq, roomID, 0, members, map[string]any{"id": seq, "type": "receipt", "room": room, "at": at, "data": dc.r})
 		if err != nil {
 			return nil, err
 		}

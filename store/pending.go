@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -123,17 +124,34 @@ func (s *Store) DecidedSteers(ctx context.Context, messageID int64, applied func
 // pendingNotes collects the steers one event records as pending, and
 // whether it held any for their owners. publish hands them to the router.
 type pendingNotes struct {
+	seq       int64
+	recent    *recentSteers
 	out       []Outbound
 	held      bool
-	publish   func()
 	published bool
+}
+
+// publish hands the notes to the router (once). It may deliver them now:
+// the decision is made, and applying the event again (after a failed
+// commit, or in the run with savepoints) makes the same one (the bridge
+// answers a steer id once).
+func (n *pendingNotes) publish() {
+	if n.published {
+		return
+	}
+	n.published = true
+	if n.recent.put(n.seq, n.out, n.held, time.Now()) {
+		// Let the router run now: woken from here, it would otherwise wait
+		// for this processor until the commit.
+		runtime.Gosched()
+	}
 }
 
 // decidedTx hands the steers this event has decided to the router before
 // the event is fully applied: the applier calls it once what it writes
 // after (feed rows) can neither change them nor refuse the event.
 func decidedTx(ctx context.Context) {
-	if n, ok := ctx.Value(pendingNotesKey{}).(*pendingNotes); ok && n.publish != nil && !n.published {
+	if n, ok := ctx.Value(pendingNotesKey{}).(*pendingNotes); ok {
 		n.publish()
 	}
 }

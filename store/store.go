@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"runtime"
 	"sync/atomic"
-	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -150,19 +148,7 @@ func (s *Store) applyBatch(ctx context.Context, batch []eventlog.Entry, savepoin
 				return nil, nil, err
 			}
 		}
-		notes := &pendingNotes{}
-		notes.publish = func() {
-			// The router may deliver these now: the decision is made, and
-			// applying the event again (after a failed commit, or in the
-			// run with savepoints) makes the same one (the bridge answers a
-			// steer id once).
-			notes.published = true
-			if s.recent.put(int64(e.Seq), notes.out, notes.held, time.Now()) {
-				// Let the router run now: woken from here, it would
-				// otherwise wait for this processor until the commit.
-				runtime.Gosched()
-			}
-		}
+		notes := &pendingNotes{seq: int64(e.Seq), recent: &s.recent}
 		ectx := context.WithValue(context.WithValue(ctx, feedCounterKey{}, &feedCounter{}), pendingNotesKey{}, notes)
 		items, aerr := s.applyEvent(ectx, tx, e.Seq, ev)
 		refusal, err := asRefusal(aerr)
@@ -191,7 +177,7 @@ func (s *Store) applyBatch(ctx context.Context, batch []eventlog.Entry, savepoin
 			}
 		} else {
 			feed = append(feed, items...)
-			decidedTx(ectx) // if the applier did not
+			notes.publish() // if the applier did not
 		}
 		if savepoints {
 			if err := exec(sqlRelease); err != nil {
