@@ -372,13 +372,3 @@ func RevokeTrusted(path, id string) (wire.Device, error) {
 	}
 	return t.revoke(id)
 }
-
-// GrantRoom records in the trust store at path that agent may act in room
-// (the owner's consent, given on this machine).
-func GrantRoom(path, agent, room string) error {
-	t, err := openTrust(path, time.Now, nil)
-	if err != nil {
-		return err
-	}
-	return t.setGrant(agent, room, authz.CeilingNormal, "bridge", false)
-}

@@ -286,7 +286,7 @@ func (l *Link) invitations(ctx context.Context, b *chat.Bridge, req wire.Invitat
 		return wire.InvitationsReply{Ack: ackErr(err)}
 	}
 	if req.Decide != "" {
-		if _, err := l.rooms.DecideInvitation(ctx, owner, req.ID, req.Decide == "accept"); err != nil {
+		if _, err := l.rooms.DecideInvitation(ctx, owner, req.ID, req.Decide == "accept", ""); err != nil {
 			return wire.InvitationsReply{Ack: ackErr(err)}
 		}
 	}

@@ -114,7 +114,7 @@ func (l *Link) SetPolicy(ctx context.Context, actor *chat.User, handle string, p
 	if !ack.OK {
 		return nil, relayErr(ack)
 	}
-	return l.rooms.SetPolicyBy(ctx, actor, handle, p, deviceOf(signed))
+	return l.rooms.SetPolicy(ctx, actor, handle, p, deviceOf(signed))
 }
 
 // AddAgent adds an agent to a room: the owner's own agent once its bridge
@@ -217,7 +217,7 @@ func (l *Link) AnswerInvitation(ctx context.Context, actor *chat.User, id int64,
 		return nil, err
 	}
 	if !accept {
-		return l.rooms.DecideInvitation(ctx, actor, id, false)
+		return l.rooms.DecideInvitation(ctx, actor, id, false, "")
 	}
 	a, err := l.rooms.CheckOwner(ctx, actor, inv.Agent)
 	if err != nil {
@@ -230,7 +230,7 @@ func (l *Link) AnswerInvitation(ctx context.Context, actor *chat.User, id int64,
 	if err != nil {
 		return nil, err
 	}
-	return l.rooms.AcceptInvitation(ctx, actor, id, device)
+	return l.rooms.DecideInvitation(ctx, actor, id, true, device)
 }
 
 // RemoveAgent removes the owner's agent from a room: recorded first (the

@@ -65,24 +65,6 @@ func (s *Service) ReleaseAgent(ctx context.Context, bridgeID, handle string) err
 	return err
 }
 
-// SetPolicy changes an agent's policy; owner only.
-func (s *Service) SetPolicy(ctx context.Context, actor *chat.User, handle string, p wire.Policy) (*chat.Agent, error) {
-	a, err := s.AgentByHandle(ctx, handle)
-	if err != nil {
-		return nil, err
-	}
-	if d := authz.MayChangePolicy(actor.Name, a.Owner); !d.Allow {
-		return nil, &wh.Error{Code: wh.EForbidden, Message: "only @" + a.Owner + " can change @" + a.Handle + "'s policy", Reason: d.Reason}
-	}
-	if err := ValidatePolicy(&p); err != nil {
-		return nil, err
-	}
-	if _, err := s.append(ctx, chat.EvAgentPolicy, chat.AgentPolicy{Handle: a.Handle, Policy: p, By: actor.Name}); err != nil {
-		return nil, err
-	}
-	return s.AgentByHandle(ctx, handle)
-}
-
 // ValidatePolicy checks a policy and fills zero durations with defaults.
 func ValidatePolicy(p *wire.Policy) error {
 	d := wire.DefaultPolicy()
@@ -157,7 +139,7 @@ func (s *Service) RemoveAgent(ctx context.Context, actor *chat.User, roomName, h
 }
 
 // DecideInvitation accepts or declines an invitation; the agent's owner only.
-func (s *Service) DecideInvitation(ctx context.Context, actor *chat.User, id int64, accept bool) (*chat.Invitation, error) {
+func (s *Service) DecideInvitation(ctx context.Context, actor *chat.User, id int64, accept bool, device string) (*chat.Invitation, error) {
 	inv, err := s.Invitation(ctx, id)
 	if err != nil {
 		return nil, err
@@ -165,7 +147,7 @@ func (s *Service) DecideInvitation(ctx context.Context, actor *chat.User, id int
 	if inv.Owner != actor.Name {
 		return nil, wh.Errorf(wh.EForbidden, "only @%s can answer invitations for @%s", inv.Owner, inv.Agent)
 	}
-	if _, err := s.append(ctx, chat.EvInvitationDecided, chat.InvitationDecided{ID: id, Accept: accept, By: actor.Name}); err != nil {
+	if _, err := s.append(ctx, chat.EvInvitationDecided, chat.InvitationDecided{ID: id, Accept: accept, By: actor.Name, Device: device}); err != nil {
 		return nil, err
 	}
 	return s.Invitation(ctx, id)

@@ -76,27 +76,15 @@ func (s *Service) AddOwnAgent(ctx context.Context, actor *chat.User, roomName, h
 	return err
 }
 
-// AcceptInvitation records the owner's accepted invitation (their bridge
-// took the signed consent first).
-func (s *Service) AcceptInvitation(ctx context.Context, actor *chat.User, id int64, device string) (*chat.Invitation, error) {
-	inv, err := s.Invitation(ctx, id)
+// SetPolicy changes an agent's policy; owner only (device: the one that
+// signed a widening, "" for none).
+func (s *Service) SetPolicy(ctx context.Context, actor *chat.User, handle string, p wire.Policy, device string) (*chat.Agent, error) {
+	a, err := s.AgentByHandle(ctx, handle)
 	if err != nil {
 		return nil, err
 	}
-	if inv.Owner != actor.Name {
-		return nil, wh.Errorf(wh.EForbidden, "only @%s can answer invitations for @%s", inv.Owner, inv.Agent)
-	}
-	if _, err := s.append(ctx, chat.EvInvitationDecided, chat.InvitationDecided{ID: id, Accept: true, By: actor.Name, Device: device}); err != nil {
-		return nil, err
-	}
-	return s.Invitation(ctx, id)
-}
-
-// SetPolicyBy is SetPolicy naming the device that signed a widening.
-func (s *Service) SetPolicyBy(ctx context.Context, actor *chat.User, handle string, p wire.Policy, device string) (*chat.Agent, error) {
-	a, err := s.CheckOwner(ctx, actor, handle)
-	if err != nil {
-		return nil, err
+	if d := authz.MayChangePolicy(actor.Name, a.Owner); !d.Allow {
+		return nil, &wh.Error{Code: wh.EForbidden, Message: "only @" + a.Owner + " can change @" + a.Handle + "'s policy", Reason: d.Reason}
 	}
 	if err := ValidatePolicy(&p); err != nil {
 		return nil, err

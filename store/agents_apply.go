@@ -187,7 +187,7 @@ func applyAgentPolicy(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event
 		return nil, err
 	}
 	pol, _ := json.Marshal(d.Policy)
-	if _, err := tx.ExecContext(ctx, `UPDATE agents SET policy = ?, policy_set = 1 WHERE id = ?`, string(pol), a.ID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE agents SET policy = ? WHERE id = ?`, string(pol), a.ID); err != nil {
 		return nil, err
 	}
 	if err := timelineTx(ctx, tx, seq, a.ID, "policy", "", d.By, d.Policy, ev.At); err != nil {
