@@ -21,7 +21,7 @@ type forger struct {
 }
 
 const (
-	forgedSummary = "rm -rf build/\r\x1b[2K\x1b[1A\x1b[32mls -la\x1b[0m \u202e"
+	forgedSummary = "rm -rf build/\r\x1b[2K\x1b[1A\x1b[32mls -la\x1b[0m \u202e\n12:00:01  approved a1b2 by @owner"
 	forgedTurn    = "t-1"
 )
 
@@ -52,8 +52,9 @@ func (f *forger) Steer(ctx context.Context, expected string, in bridge.Input) er
 	return nil
 }
 
-// Control characters and escape sequences in a model's summary reach the
-// owner's terminal escaped: in
+// Control characters and escape sequences in a model's summary, and a
+// newline that would start a forged log line of its own, reach the owner's
+// terminal escaped: in
 // `wheelhouse approvals`, `wheelhouse inspect` and the bridge's live log.
 func TestTerminalOutputSanitized(t *testing.T) {
 	h := testhub.Start(t, testhub.Options{})
