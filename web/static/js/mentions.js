@@ -108,7 +108,7 @@ export function initMentions(ta, listEl, { suppress } = {}) {
   ta.addEventListener('keyup', (e) => { if (e.key === 'ArrowLeft' || e.key === 'ArrowRight' || e.key === 'Home' || e.key === 'End') update(); });
   ta.addEventListener('blur', () => setTimeout(close, 100));
 
-  return { handleKey, close, isOpen: () => !listEl.hidden };
+  return { handleKey, close };
 }
 
 export function statusWord(status) {

@@ -169,7 +169,6 @@ export function initSlash(ta, box) {
     close,
     // The popup owns "@" completion after /stop and /invite.
     ownsArgs: () => { const p = parse(ta.value); return !!(p && byName.get(p.name)?.args); },
-    isOpen: () => !listEl.hidden,
   };
 }
 

@@ -83,8 +83,6 @@ export function initThread() {
   on('current', () => { if (open && open.room !== state.current) closeThread(); });
 }
 
-export function threadOpen() { return open; }
-
 export async function openThread(room, root, { focus = false, highlight = 0 } = {}) {
   if (!open || open.root !== root) {
     open = { room, root };

@@ -12,7 +12,7 @@
 
 import { Marked } from '../../vendor/marked/marked.esm.js';
 import DOMPurify from '../../vendor/dompurify/purify.es.mjs';
-import { h, copyText } from '../dom.js';
+import { h, copyButton } from '../dom.js';
 
 export { agentMentions } from './mentions.js';
 
@@ -102,7 +102,10 @@ export function render(text, opts = {}) {
   }
   cache.set(key, tpl);
   const frag = tpl.cloneNode(true);
-  for (const b of frag.querySelectorAll('.code-copy')) wireCopy(b);
+  for (const b of frag.querySelectorAll('.code-copy')) {
+    const pre = b.closest('.code-block')?.querySelector('pre');
+    b.replaceWith(copyButton(() => (pre ? pre.textContent : ''), 'Copy', 'code-copy'));
+  }
   return frag;
 }
 
@@ -138,15 +141,6 @@ function decorate(root, opts) {
     wrap.append(table);
   }
   highlightMentions(root, opts);
-}
-
-function wireCopy(b) {
-  b.addEventListener('click', async () => {
-    const code = b.closest('.code-block')?.querySelector('pre');
-    const ok = await copyText(code ? code.textContent : '');
-    b.textContent = ok ? 'Copied' : 'Copy failed';
-    setTimeout(() => { b.textContent = 'Copy'; }, 1500);
-  });
 }
 
 const MENTION = /(^|[^\w@/`\\])@([a-z0-9][a-z0-9_.-]*(?:\/[a-z0-9][a-z0-9_.-]*)?)/gi;
