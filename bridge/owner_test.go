@@ -288,6 +288,18 @@ func TestTrustStorePersists(t *testing.T) {
 		if err := r2.consent(wire.Consent{Agent: "codex", Room: "ops2", Action: wire.ConsentAdd, By: "alice", Signed: s}); wh.ErrorReason(err) != authz.ReasonWrongStatement {
 			t.Fatalf("a signature for another room: %v", err)
 		}
+		// The nonces survive too: the same signed consent, replayed after
+		// the owner took the room away, is refused.
+		if err := r2.consent(wire.Consent{Agent: "codex", Room: "ops", Action: wire.ConsentRemove, By: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r2.consent(wire.Consent{Agent: "codex", Room: "ops", Action: wire.ConsentAdd, By: "alice", Signed: s}); wh.ErrorReason(err) != authz.ReasonReplayed {
+			t.Fatalf("a consent replayed after a restart: %v", err)
+		}
+		again := k.sign(t, authz.Statement{Kind: authz.StatementConsent, Agent: "alice/codex", Room: "ops"})
+		if err := r2.consent(wire.Consent{Agent: "codex", Room: "ops", Action: wire.ConsentAdd, By: "alice", Signed: again}); err != nil {
+			t.Fatalf("a fresh signature after the restart: %v", err)
+		}
 	})
 	t.Run("EditedConfigStartsOver", func(t *testing.T) {
 		edited := cfg
