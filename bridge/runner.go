@@ -318,11 +318,7 @@ func (r *runner) place(st wire.Steer, in Input, pol wire.Policy, mode authz.Mode
 		if !slices.Contains(r.steeredBy, st.Sender) {
 			r.steeredBy = append(r.steeredBy, st.Sender)
 		}
-		if c, ok := r.roomGrant(st.Room); ok {
-			r.ceiling = authz.StricterCeiling(ceilingOr(r.ceiling), c)
-		} else {
-			r.ceiling = authz.CeilingReadOnly // cannot happen: decide checked the grant
-		}
+		r.ceiling = authz.StricterCeiling(ceilingOr(r.ceiling), in.ceiling) // the ceiling decide built the input for
 		r.mu.Unlock()
 		r.noteData(data) // likewise what the message carried besides its sender's words
 		ctx, cancel := r.callCtx()
