@@ -154,28 +154,23 @@ func (l *Link) route(m jetstream.Msg) {
 		return
 	}
 	seq := md.Sequence.Stream
-	// Keep the event ours while we work on it.
-	done := make(chan struct{})
-	defer close(done)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Keep the event ours while we work on it; a hub shutting down does not
+	// wait for a stopped projection.
 	go func() {
 		t := time.NewTicker(routerAckWait / 3)
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
+			case <-ctx.Done():
+				return
+			case <-l.stopCh:
+				cancel()
 				return
 			case <-t.C:
 				m.InProgress()
 			}
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go func() { // a hub shutting down does not wait for a stopped projection
-		select {
-		case <-l.stopCh:
-			cancel()
-		case <-ctx.Done():
 		}
 	}()
 	switch ev.Type {
