@@ -66,5 +66,11 @@ func TestRoomTopic(t *testing.T) {
 		if got := alice.Must(200, "GET", "/api/v1/rooms/town", nil).Body["room"].(map[string]any)["topic"]; got != "" {
 			t.Fatalf("a refused change left topic %v", got)
 		}
+		// A new room's topic follows the same rules.
+		alice.Must(400, "POST", "/api/v1/rooms", map[string]any{"name": "twolines", "topic": "two\nlines"})
+		r := alice.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "trimmed", "topic": "  spaced  "})
+		if got := r.Body["room"].(map[string]any)["topic"]; got != "spaced" {
+			t.Fatalf("a new room's topic = %q, want it trimmed", got)
+		}
 	})
 }

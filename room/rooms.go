@@ -68,8 +68,9 @@ func (s *Service) CreateRoom(ctx context.Context, actor *chat.User, name string,
 	if !chat.ValidRoomName(name) {
 		return nil, wh.Errorf(wh.EInvalid, "room names are 1-64 characters: lowercase letters, digits, '_' or '-', starting with a letter or digit")
 	}
-	if len(topic) > 256 {
-		return nil, wh.Errorf(wh.EInvalid, "the topic is too long (at most 256 bytes)")
+	topic, err := cleanTopic(topic)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := s.RoomByName(ctx, name); err == nil && !retried(ctx) {
 		return nil, wh.Errorf(wh.EConflict, "a room named %q already exists; pick another name or join it", name)

@@ -10,15 +10,24 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 )
 
+// cleanTopic trims a topic and checks it is one line of text, not too long.
+func cleanTopic(topic string) (string, error) {
+	topic = strings.TrimSpace(topic)
+	if len(topic) > chat.MaxTopicBytes {
+		return "", wh.Errorf(wh.EInvalid, "the topic is too long (at most %d bytes)", chat.MaxTopicBytes)
+	}
+	if !utf8.ValidString(topic) || strings.ContainsAny(topic, "\n\r\x00") {
+		return "", wh.Errorf(wh.EInvalid, "the topic is one line of text")
+	}
+	return topic, nil
+}
+
 // SetTopic changes a room's topic: any member of a public room, the admins
 // of a private one. An empty topic clears it.
 func (s *Service) SetTopic(ctx context.Context, actor *chat.User, name, topic string) (*chat.Room, error) {
-	topic = strings.TrimSpace(topic)
-	if len(topic) > chat.MaxTopicBytes {
-		return nil, wh.Errorf(wh.EInvalid, "the topic is too long (at most %d bytes)", chat.MaxTopicBytes)
-	}
-	if !utf8.ValidString(topic) || strings.ContainsAny(topic, "\n\r\x00") {
-		return nil, wh.Errorf(wh.EInvalid, "the topic is one line of text")
+	topic, err := cleanTopic(topic)
+	if err != nil {
+		return nil, err
 	}
 	r, err := s.RoomFor(ctx, actor, name)
 	if err != nil {
