@@ -63,6 +63,15 @@ func BenchHook(ctx context.Context, hookCmd []string, n int) (HookBench, error) 
 	if len(hookCmd) == 0 || n <= 0 {
 		return res, fmt.Errorf("bench: need a hook command and n > 0")
 	}
+	if strings.ContainsRune(hookCmd[0], filepath.Separator) {
+		// The hook runs in a project folder of its own: a relative path
+		// means the caller's folder.
+		abs, err := filepath.Abs(hookCmd[0])
+		if err != nil {
+			return res, err
+		}
+		hookCmd = append([]string{abs}, hookCmd[1:]...)
+	}
 	tmp, err := os.MkdirTemp("", "wheelhouse-hookbench-")
 	if err != nil {
 		return res, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -64,15 +63,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	o.Sync = splitList(*syncs)
 	o.Only = splitList(*only)
 	o.HookCmd = strings.Fields(*hook)
-	if len(o.HookCmd) > 0 && strings.ContainsRune(o.HookCmd[0], filepath.Separator) {
-		// The hook runs in a project folder of its own: a relative path
-		// means this one.
-		abs, err := filepath.Abs(o.HookCmd[0])
-		if err != nil {
-			return usageError{"--hook: " + err.Error()}
-		}
-		o.HookCmd[0] = abs
-	}
 	if err := o.Validate(); err != nil {
 		return usageError{err.Error()}
 	}
