@@ -3,7 +3,7 @@
 # build cache to the printed URL, then `wheelhouse up` from the built
 # binary. Nothing is downloaded: the modules come from this machine's
 # module cache, served as a file proxy, so the figure is unpacking and
-# building (a first run on the internet adds the download, about 60 MB).
+# building (a first run on the internet adds the download, about 95 MB of module zips).
 #
 #   scripts/cold-start.sh
 set -euo pipefail
