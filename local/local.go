@@ -22,7 +22,10 @@ import (
 // taken, its control socket. The owner's commands look there too.
 const (
 	CredentialsFile = "bridge.json"
-	SocketFile      = "bridge.sock"
+	// JournalDir is the folder, under the data directory, of the local
+	// bridge's journals.
+	JournalDir = "journal"
+	SocketFile = "bridge.sock"
 )
 
 // Config configures `wheelhouse up`.
@@ -167,7 +170,7 @@ func Up(ctx context.Context, cfg Config) (*Running, error) {
 		demo.Options["step"] = cfg.DemoStep
 	}
 	b, err := bridge.New(bridge.Config{Creds: creds, Agents: []bridge.AgentConfig{demo}, Harnesses: harnesses.All(), Out: cfg.Out,
-		ControlSocket: r.ControlSocket, Logger: cfg.Hub.Logger, JournalDir: filepath.Join(cfg.Hub.DataDir, "journal"),
+		ControlSocket: r.ControlSocket, Logger: cfg.Hub.Logger, JournalDir: filepath.Join(cfg.Hub.DataDir, JournalDir),
 		TrustFile: bridge.TrustPath(credsPath)})
 	if err != nil {
 		return fail(err)

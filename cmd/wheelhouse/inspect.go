@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
+	"github.com/wheelhouse-dev/wheelhouse/local"
 )
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -42,7 +44,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError{"name the agent: wheelhouse inspect @owner/agent"}
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
-	credsPath, _ := credentialsPath("")
+	credsPath, fromUp := credentialsPath("")
 	if c, err := bridge.LoadCredentials(credsPath); err == nil {
 		if *hubURL == "" {
 			*hubURL = c.Hub
@@ -54,7 +56,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if *hubURL == "" || *token == "" {
-		return usageError{"inspect needs --hub URL and --token TOKEN (or WHEELHOUSE_HUB and WHEELHOUSE_TOKEN); create a token in the browser (your menu, API tokens)"}
+		return usageError{inspectNeeds(*hubURL == "", *token == "")}
 	}
 	u := strings.TrimRight(*hubURL, "/") + "/api/v1/agents/" + url.PathEscape(owner) + "/" + url.PathEscape(name) + "/timeline"
 	if *turn != "" {
@@ -81,7 +83,11 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if *turn != "" {
 			return usageError{"--verify checks the whole chain: drop --turn"}
 		}
-		return verifyTimeline(stdout, owner, name, body.Entries, *journal)
+		journalDir := bridge.DefaultJournalDir()
+		if fromUp { // the bridge `wheelhouse up` runs keeps its journals with its data
+			journalDir = filepath.Join(defaultDataDir(), local.JournalDir)
+		}
+		return verifyTimeline(stdout, owner, name, body.Entries, *journal, journalDir)
 	}
 	if *js {
 		b, err := json.MarshalIndent(body.Entries, "", "  ")
@@ -121,7 +127,7 @@ func lastHash(es []chat.TimelineEntry) string {
 // bridge's journal of the agent when this machine has one: the journal
 // catches what a chain that verifies cannot — entries rewritten with the
 // later hashes recomputed, and a deleted tail.
-func verifyTimeline(stdout io.Writer, owner, name string, entries []chat.TimelineEntry, journalPath string) error {
+func verifyTimeline(stdout io.Writer, owner, name string, entries []chat.TimelineEntry, journalPath, journalDir string) error {
 	problems := 0
 	bad := chat.VerifyTimeline(entries)
 	if bad >= 0 {
@@ -133,7 +139,7 @@ func verifyTimeline(stdout io.Writer, owner, name string, entries []chat.Timelin
 	}
 	explicit := journalPath != ""
 	if !explicit {
-		journalPath = bridge.JournalPath(bridge.DefaultJournalDir(), owner, name)
+		journalPath = bridge.JournalPath(journalDir, owner, name)
 	}
 	jr, err := bridge.ReadJournal(journalPath)
 	switch {
@@ -169,4 +175,17 @@ func sanitizeLine(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// inspectNeeds says which of the hub and the token inspect is missing.
+func inspectNeeds(noHub, noToken bool) string {
+	const token = "create an API token in the browser (your menu, API tokens)"
+	switch {
+	case noHub && noToken:
+		return "inspect needs --hub URL and --token TOKEN (or WHEELHOUSE_HUB and WHEELHOUSE_TOKEN); " + token
+	case noHub:
+		return "inspect needs --hub URL (or WHEELHOUSE_HUB): this machine has no paired bridge to take it from"
+	default:
+		return "inspect needs --token TOKEN (or WHEELHOUSE_TOKEN): " + token
+	}
 }

@@ -49,6 +49,21 @@ func TestUp(t *testing.T) {
 			t.Fatalf("bridge invitations: %d %s", code, out)
 		}
 	})
+	t.Run("InspectVerifyFindsUpsJournal", func(t *testing.T) {
+		tok := admin.Must(201, "POST", "/api/v1/tokens", map[string]string{"label": "cli"}).Body["token"].(string)
+		if out, code := runProc(t, env, "inspect", "@admin/demo", "--verify"); code == 0 || !strings.Contains(out, "inspect needs --token") || strings.Contains(out, "--hub") {
+			t.Fatalf("inspect without a token: %d %s", code, out)
+		}
+		var out string
+		testhub.WaitFor(t, 20*time.Second, "inspect --verify to check the local bridge's journal", func() bool {
+			var code int
+			out, code = runProc(t, env, "inspect", "@admin/demo", "--verify", "--token", tok)
+			return code == 0 && strings.Contains(out, "the timeline holds all")
+		})
+		if strings.Contains(out, "no bridge journal") {
+			t.Fatalf("inspect --verify did not find up's journal:\n%s", out)
+		}
+	})
 	t.Run("EnrollWithTheCodeItPrinted", func(t *testing.T) {
 		bs := testhub.AsList(admin.Must(200, "GET", "/api/v1/bridges", nil).Body["bridges"])
 		dev := testhub.NewDevice(t, "laptop")
