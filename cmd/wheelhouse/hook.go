@@ -46,8 +46,10 @@ func runHook(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !*install {
 		return usageError{"nothing to do: run without flags as the hook, or with --install to wire it"}
 	}
-	if self, _ := os.Executable(); strings.Contains(self, os.TempDir()) && strings.Contains(self, "go-build") {
-		fmt.Fprintln(stderr, "warning: this wheelhouse binary lives in a temporary `go run` folder; install it (go install ./cmd/wheelhouse) and run --install from there")
+	if self, _ := os.Executable(); strings.Contains(self, "go-build") {
+		// go run builds into a temporary folder, or (Go 1.24 on) into the
+		// build cache, which go clean -cache empties: the path would go stale.
+		fmt.Fprintln(stderr, "warning: this wheelhouse binary lives in a `go run` build folder that goes away; install it (go install ./cmd/wheelhouse ./cmd/wheelhouse-hook) and run --install from there")
 	}
 	dir, err := filepath.Abs(*project)
 	if err != nil {
