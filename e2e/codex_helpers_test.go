@@ -79,6 +79,14 @@ func (ct *codexTeam) nextRequest() int { return len(ct.stub.Requests()) + 1 }
 // startTurn posts text as c and returns the turn the receipt says started.
 func (ct *codexTeam) startTurn(t *testing.T, c *testhub.Client, text string) string {
 	t.Helper()
+	turn, _ := ct.startTurnOf(t, c, text)
+	return turn
+}
+
+// startTurnOf is startTurn that also returns the id of the message that
+// started the turn.
+func (ct *codexTeam) startTurnOf(t *testing.T, c *testhub.Client, text string) (string, int64) {
+	t.Helper()
 	id, rs := post(t, c, "dev", text, nil)
 	rc := rs[0]
 	if rc["status"] != "started" {
@@ -88,7 +96,7 @@ func (ct *codexTeam) startTurn(t *testing.T, c *testhub.Client, text string) str
 	if rc["status"] != "started" || turn == "" {
 		t.Fatalf("receipt %v, want started with a turn id", rc)
 	}
-	return turn
+	return turn, id
 }
 
 // codexWaitWorking waits until the hub lists the agent working on turn.

@@ -75,19 +75,28 @@ func TestCodexSteeringPath(t *testing.T) {
 	})
 
 	// A held turn for the stale steer and the interrupt.
-	holdTurn := func(t *testing.T, text string) (turn string, release chan struct{}) {
+	holdTurn := func(t *testing.T, text string) (turn string, msg int64, release chan struct{}) {
 		t.Helper()
 		release = make(chan struct{})
 		n := ct.nextRequest()
 		ct.stub.Push(stubmodel.Hold(release, ""))
-		turn = ct.startTurn(t, ct.alice, text)
+		turn, msg = ct.startTurnOf(t, ct.alice, text)
 		ct.stub.WaitRequest(t, n, codexWait)
 		codexWaitWorking(t, ct.alice, turn)
-		return turn, release
+		return turn, msg, release
+	}
+	// The sender of the message that started an interrupted turn learns
+	// it was stopped, and by whom.
+	stoppedBy := func(t *testing.T, msg int64, by string) {
+		t.Helper()
+		rc := receipt(t, ct.alice, "dev", msg, "alice/codex", "interrupted")
+		if !strings.Contains(str(rc["detail"]), "stopped by @"+by) {
+			t.Fatalf("the interrupted turn's receipt %v does not say @%s stopped it", rc, by)
+		}
 	}
 
 	t.Run("StaleTurnRejectedThenOwnerInterrupts", func(t *testing.T) {
-		turn, release := holdTurn(t, "@alice/codex start a long job")
+		turn, msg, release := holdTurn(t, "@alice/codex start a long job")
 		defer close(release)
 		id, _ := post(t, ct.bob, "dev", "@alice/codex this was meant for the earlier turn", map[string]string{"alice/codex": firstTurn})
 		rc := receipt(t, ct.bob, "dev", id, "alice/codex", "rejected", "steered", "queued", "started")
@@ -106,11 +115,12 @@ func TestCodexSteeringPath(t *testing.T) {
 		if st := codexTurnEnded(t, ct.alice, turn); st != "interrupted" {
 			t.Fatalf("turn ended %q, want interrupted", st)
 		}
+		stoppedBy(t, msg, "alice")
 		waitStatus(t, ct.alice, "alice/codex", "idle")
 	})
 
 	t.Run("OwnerStopMessageInterrupts", func(t *testing.T) {
-		turn, release := holdTurn(t, "@alice/codex another long job")
+		turn, msg, release := holdTurn(t, "@alice/codex another long job")
 		defer close(release)
 		id, _ := post(t, ct.alice, "dev", "@alice/codex stop", nil)
 		if rc := receipt(t, ct.alice, "dev", id, "alice/codex", "steered", "rejected"); rc["status"] != "steered" {
@@ -119,6 +129,7 @@ func TestCodexSteeringPath(t *testing.T) {
 		if st := codexTurnEnded(t, ct.alice, turn); st != "interrupted" {
 			t.Fatalf("turn ended %q, want interrupted", st)
 		}
+		stoppedBy(t, msg, "alice")
 		waitStatus(t, ct.alice, "alice/codex", "idle")
 	})
 
