@@ -71,12 +71,19 @@ export function initThread() {
   on('open-thread', ({ room, root }) => openThread(room, root));
   on('act', ({ action, message }) => { if (action === 'reply') openThread(message.room, message.id, { focus: true }); });
   on('reply', (m) => { if (open && m.thread === open.root) { threadLog(open.root).add(m); redraw(); } });
+  // An edit, a streamed agent message or a reaction changes one message:
+  // only it is drawn again, so a click elsewhere in the thread (an approval,
+  // another message's reaction) is not lost to a redraw under it.
   on('updated', (m) => {
     if (!open) return;
-    if (m.id === open.root) { rootMsg = { ...rootMsg, ...m }; redraw(); } else if (m.thread === open.root) redraw();
+    if (m.id === open.root) { rootMsg = { ...rootMsg, ...m }; redrawOne(m.id); } else if (m.thread === open.root) redrawOne(m.id);
   });
   on('thread', (d) => { if (open && d.root === open.root && rootMsg) { rootMsg.replies = d.replies; redraw(); } });
-  on('reactions', (d) => { if (open && (d.messageId === open.root || d.thread === open.root)) { if (d.messageId === open.root && rootMsg) rootMsg.reactions = d.reactions; redraw(); } });
+  on('reactions', (d) => {
+    if (!open || (d.messageId !== open.root && d.thread !== open.root)) return;
+    if (d.messageId === open.root && rootMsg) rootMsg.reactions = d.reactions;
+    redrawOne(d.messageId);
+  });
   on('receipt', (r) => { const node = els.get(r.messageId); const ul = node && node.querySelector('.receipts'); if (ul) renderReceipts(ul, r.messageId); });
   on('approvals', () => { if (open) redraw(); });
   on('agents', () => { if (open) { refreshReceipts(); renderToggle(); } });
@@ -165,6 +172,18 @@ function renderToggle() {
   document.getElementById('thread-address-text').textContent = `To @${t.handle} — your reply ${what}`;
   toggleBox.dataset.agent = t.handle;
   toggleBox.dataset.live = String(live);
+}
+
+// redrawOne draws one message of the open thread again in place; an
+// activity step (drawn in a group) or one not drawn yet redraws it all.
+function redrawOne(id) {
+  const node = els.get(id);
+  const m = id === open.root ? rootMsg : threadLog(open.root).byId.get(id);
+  if (!node || !m || !node.matches('article.message[data-id]')) { redraw(); return; }
+  const fresh = messageEl(m, { inThread: true });
+  if (node.classList.contains('thread-root')) fresh.classList.add('thread-root');
+  node.replaceWith(fresh);
+  els.set(id, fresh);
 }
 
 function redraw() {
