@@ -489,6 +489,10 @@ func (b *Bridge) onControl(m *nats.Msg) {
 		respond(m, wire.Ack{Code: wh.EInvalid, Message: "undecodable control"})
 		return
 	}
+	if err := c.Validate(); err != nil {
+		respond(m, wire.Ack{Code: wh.EInvalid, Message: wh.ErrorMessage(err)})
+		return
+	}
 	r := b.agents[c.Agent]
 	if r == nil {
 		respond(m, wire.Ack{Code: wh.ENotFound, Message: "no agent " + c.Agent})
@@ -496,10 +500,6 @@ func (b *Bridge) onControl(m *nats.Msg) {
 	}
 	if c.By != b.cfg.Creds.Owner && c.Action != wire.ControlResync {
 		respond(m, wire.Ack{Code: wh.EForbidden, Message: "only the owner controls this agent"})
-		return
-	}
-	if err := c.Signed.Validate(); err != nil {
-		respond(m, wire.Ack{Code: wh.EInvalid, Message: wh.ErrorMessage(err)})
 		return
 	}
 	switch c.Action {

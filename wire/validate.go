@@ -533,6 +533,49 @@ func (r *FileRequest) Validate() error {
 }
 
 // Validate checks a decision (the bridge's side of the boundary).
+// MaxResync bounds the approvals and steers one resync names.
+const MaxResync = 10_000
+
+// Validate checks a control message from the hub (the bridge's side): the
+// owner's and the signature's checks come after, on the bridge.
+func (c *Control) Validate() error {
+	if !nameRE.MatchString(c.Agent) {
+		return invalid("control for %q: not an agent name", clip(c.Agent))
+	}
+	switch c.Action {
+	case ControlInterrupt, ControlResync:
+	case ControlPolicy:
+		if c.Policy == nil {
+			return invalid("a policy change names no policy")
+		}
+		if err := c.Policy.Validate(); err != nil {
+			return err
+		}
+	default:
+		return invalid("control action %q: want interrupt, policy or resync", clip(c.Action))
+	}
+	if c.By != "" && !nameRE.MatchString(c.By) {
+		return invalid("by %q is not a user name", clip(c.By))
+	}
+	if err := checkOpt("turn id", c.TurnID, turnIDRE); err != nil {
+		return err
+	}
+	if len(c.Approvals) > MaxResync || len(c.Steers) > MaxResync {
+		return invalid("a resync names at most %d approvals and %d steers", MaxResync, MaxResync)
+	}
+	for _, id := range c.Approvals {
+		if !approvalRE.MatchString(id) {
+			return invalid("approval id %q is not valid", clip(id))
+		}
+	}
+	for _, id := range c.Steers {
+		if !steerIDRE.MatchString(id) {
+			return invalid("steer id %q is not valid", clip(id))
+		}
+	}
+	return c.Signed.Validate()
+}
+
 func (d *Decision) Validate() error {
 	if !approvalRE.MatchString(d.ApprovalID) {
 		return invalid("approval id %q is not valid", clip(d.ApprovalID))
