@@ -104,11 +104,8 @@ type Log struct {
 	retry    time.Duration
 	capacity func() (used, limit uint64, ok bool)
 
-	capMu     sync.Mutex // the last reading of capacity
-	capAt     time.Time
-	capKnown  bool
-	capFull   bool
-	capDetail error
+	capMu sync.Mutex                 // held by the one appender taking a new reading
+	cap   atomic.Pointer[capReading] // the last reading of capacity
 
 	mu      sync.Mutex
 	waiters map[string]chan error
@@ -348,21 +345,38 @@ func (l *Log) writeErr() error {
 // capacityTTL is how long one reading of Capacity serves appends.
 const capacityTTL = 250 * time.Millisecond
 
+// capReading is one reading of the store's capacity.
+type capReading struct {
+	at          time.Time
+	full, known bool
+	detail      error
+}
+
 // capacityFull reports whether the caller's view of the store (Capacity)
-// says it is full, and whether it has one.
+// says it is full, and whether it has one. A reading older than
+// capacityTTL is taken again by one appender; the others go on with the
+// last one meanwhile (a reading asks the server and the file system).
 func (l *Log) capacityFull() (full, known bool, detail error) {
 	if l.capacity == nil {
 		return false, false, nil
 	}
-	l.capMu.Lock()
-	defer l.capMu.Unlock()
-	if time.Since(l.capAt) >= capacityTTL {
-		used, limit, ok := l.capacity()
-		l.capAt, l.capKnown = time.Now(), ok && limit > 0
-		l.capFull = l.capKnown && used >= limit
-		l.capDetail = fmt.Errorf("store %d of %d bytes (its limit, or what its disk has left)", used, limit)
+	r := l.cap.Load()
+	if r == nil || time.Since(r.at) >= capacityTTL {
+		if r == nil {
+			l.capMu.Lock() // the first reading: everyone waits for it
+		} else if !l.capMu.TryLock() {
+			return r.full, r.known, r.detail
+		}
+		if r = l.cap.Load(); r == nil || time.Since(r.at) >= capacityTTL {
+			used, limit, ok := l.capacity()
+			known := ok && limit > 0
+			r = &capReading{at: time.Now(), known: known, full: known && used >= limit,
+				detail: fmt.Errorf("store %d of %d bytes (its limit, or what its disk has left)", used, limit)}
+			l.cap.Store(r)
+		}
+		l.capMu.Unlock()
 	}
-	return l.capFull, l.capKnown, l.capDetail
+	return r.full, r.known, r.detail
 }
 
 // appended notes an append the stream took: it is not full.
