@@ -298,6 +298,10 @@ func (l *Link) SetCeiling(ctx context.Context, actor *chat.User, roomName, handl
 // Enroll relays a device's enrollment to one of the owner's bridges, which
 // checks it against the code it showed the owner.
 func (l *Link) Enroll(ctx context.Context, actor *chat.User, bridgeID string, e wire.Enrollment) (*wire.Device, error) {
+	req := wire.DeviceRequest{Op: wire.DeviceEnroll, Enroll: &e, By: actor.Name}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	b, err := l.rooms.BridgeByID(ctx, bridgeID)
 	if err != nil || b.Owner != actor.Name || b.Revoked {
 		return nil, wh.Errorf(wh.ENotFound, "you have no bridge %s", bridgeID)
@@ -306,7 +310,6 @@ func (l *Link) Enroll(ctx context.Context, actor *chat.User, bridgeID string, e 
 		return nil, &wh.Error{Code: wh.EUnavailable, Reason: wire.ReasonAgentOffline, Message: "the bridge " + b.Name + " is offline: start it, then enroll with the code it shows"}
 	}
 	var rep wire.DeviceReply
-	req := wire.DeviceRequest{Op: wire.DeviceEnroll, Enroll: &e, By: actor.Name}
 	if err := l.request(ctx, b.ID, wire.KindDevice, req, &rep, ControlTimeout); err != nil {
 		return nil, err
 	}
