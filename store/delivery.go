@@ -517,36 +517,28 @@ func (s *Store) PendingSteersOf(ctx context.Context, messageID int64) ([]Outboun
 		return e.out, nil
 	}
 	rows, err := s.db.stmt(ctx, outboundQuery+` WHERE s.message_id = ? AND s.status = 'pending' ORDER BY s.id`).QueryContext(ctx, messageID)
-	if err != nil {
-		return nil, wh.Wrap(err, "read steers")
-	}
-	defer rows.Close()
-	return scanOutbounds(rows)
+	return collect("steers", rows, err, scanOutbound)
 }
 
-func scanOutbounds(rows *sql.Rows) ([]Outbound, error) {
-	var out []Outbound
-	for rows.Next() {
-		var o Outbound
-		var exp sql.NullString
-		var at, parts, sent, files, forward string
-		if err := rows.Scan(&o.SteerID, &o.MessageID, &o.Room, &o.Agent, &o.Sender, &o.Status, &o.Via, &o.Reason, &o.Detail, &o.TurnID, &exp, &at,
-			&o.ExpectedTurn, &o.Stop, &o.Text, &parts, &sent, &o.Thread, &o.NewTurn, &o.Follows, &files, &o.ForwardedBy, &forward); err != nil {
-			return nil, wh.Wrap(err, "read steers")
-		}
-		json.Unmarshal([]byte(parts), &o.Parts)
-		json.Unmarshal([]byte(files), &o.Files)
-		o.SentAt, _ = time.Parse(time.RFC3339Nano, sent)
-		if forward != "" {
-			var sig wire.Signed
-			if json.Unmarshal([]byte(forward), &sig) == nil {
-				o.Forward = &sig
-			}
-		}
-		o.At, _ = time.Parse(time.RFC3339Nano, at)
-		out = append(out, o)
+func scanOutbound(sc scanner) (Outbound, error) {
+	var o Outbound
+	var exp sql.NullString
+	var at, parts, sent, files, forward string
+	if err := sc.Scan(&o.SteerID, &o.MessageID, &o.Room, &o.Agent, &o.Sender, &o.Status, &o.Via, &o.Reason, &o.Detail, &o.TurnID, &exp, &at,
+		&o.ExpectedTurn, &o.Stop, &o.Text, &parts, &sent, &o.Thread, &o.NewTurn, &o.Follows, &files, &o.ForwardedBy, &forward); err != nil {
+		return o, err
 	}
-	return out, rows.Err()
+	json.Unmarshal([]byte(parts), &o.Parts)
+	json.Unmarshal([]byte(files), &o.Files)
+	o.SentAt, _ = time.Parse(time.RFC3339Nano, sent)
+	if forward != "" {
+		var sig wire.Signed
+		if json.Unmarshal([]byte(forward), &sig) == nil {
+			o.Forward = &sig
+		}
+	}
+	o.At, _ = time.Parse(time.RFC3339Nano, at)
+	return o, nil
 }
 
 // ExpiredQueuedSteers lists queued steers whose expiry passed before cutoff.

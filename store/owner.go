@@ -281,11 +281,7 @@ func applySteerForwarded(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Ev
 // ForwardedSteer is a forwarded mention ready for the router (pending).
 func (s *Store) ForwardedSteer(ctx context.Context, steerID string) (*Outbound, error) {
 	rows, err := s.db.r.QueryContext(ctx, outboundQuery+` WHERE s.id = ? AND s.status = 'pending' AND s.forwarded_by != ''`, steerID)
-	if err != nil {
-		return nil, wh.Wrap(err, "read steer")
-	}
-	defer rows.Close()
-	out, err := scanOutbounds(rows)
+	out, err := collect("steer", rows, err, scanOutbound)
 	if err != nil {
 		return nil, err
 	}
