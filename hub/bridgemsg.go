@@ -49,13 +49,13 @@ func (l *Link) caughtUp(ctx context.Context) bool {
 	return l.rooms.Log.WaitApplied(ctx, info.State.LastSeq) == nil
 }
 
-// ownAgent checks that this bridge runs the agent a message is about.
-func (l *Link) ownAgent(ctx context.Context, b *chat.Bridge, name string) error {
+// ownAgent returns the agent a message is about, if this bridge runs it.
+func (l *Link) ownAgent(ctx context.Context, b *chat.Bridge, name string) (*chat.Agent, error) {
 	a, err := l.rooms.AgentByHandle(ctx, b.Owner+"/"+name)
 	if err != nil || a.Bridge != b.ID {
-		return wh.Errorf(wh.EForbidden, "this bridge does not run @%s/%s", b.Owner, name)
+		return nil, wh.Errorf(wh.EForbidden, "this bridge does not run @%s/%s", b.Owner, name)
 	}
-	return nil
+	return a, nil
 }
 
 // announce registers a bridge's agents. An agent name belongs to one
@@ -152,9 +152,9 @@ func (l *Link) endLostTurn(ctx context.Context, a *chat.Agent, why string) {
 // events about an agent this bridge does not run.
 func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) error {
 	handle := b.Owner + "/" + te.Agent
-	a, err := l.rooms.AgentByHandle(ctx, handle)
-	if err != nil || a.Bridge != b.ID {
-		return wh.Errorf(wh.EForbidden, "this bridge does not run @%s", handle)
+	a, err := l.ownAgent(ctx, b, te.Agent)
+	if err != nil {
+		return err
 	}
 	if te.Kind == wire.TurnEnded && a.TurnID != te.TurnID && !l.sawTurn(b.ID, te.Agent, te.TurnID) {
 		known, err := l.rooms.TurnKnown(ctx, a.ID, te.TurnID)
@@ -231,11 +231,7 @@ func (l *Link) turnThread(ctx context.Context, a *chat.Agent, roomName string, c
 
 // approval records a bridge's approval request (already checked at the
 // boundary, its hash recomputed from its payload).
-func (l *Link) approval(ctx context.Context, b *chat.Bridge, req wire.ApprovalRequest) wire.Ack {
-	a, err := l.rooms.AgentByHandle(ctx, b.Owner+"/"+req.Agent)
-	if err != nil {
-		return ackErr(err)
-	}
+func (l *Link) approval(ctx context.Context, b *chat.Bridge, a *chat.Agent, req wire.ApprovalRequest) wire.Ack {
 	if req.Room != "" {
 		// The card goes to the room's members: only a room the agent is in.
 		if in, _ := l.rooms.AgentInRoom(ctx, a.ID, req.Room); !in {

@@ -403,11 +403,12 @@ func (l *Link) process(id string, m *nats.Msg) {
 			l.refuse(m, id, kind, err)
 		}
 	case *wire.ApprovalRequest:
-		if err := l.ownAgent(ctx, b, msg.Agent); err != nil {
+		a, err := l.ownAgent(ctx, b, msg.Agent)
+		if err != nil {
 			l.refuse(m, id, kind, err)
 			return
 		}
-		l.reply(m, l.approval(ctx, b, *msg))
+		l.reply(m, l.approval(ctx, b, a, *msg))
 	case *wire.InvitationsRequest:
 		l.reply(m, l.invitations(ctx, b, *msg))
 	case *wire.DeviceList:

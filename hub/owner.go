@@ -369,8 +369,7 @@ func (l *Link) RevokeDevice(ctx context.Context, actor *chat.User, id string) er
 // forgery records a decision a bridge refused and tells the owner.
 func (l *Link) forgery(ctx context.Context, b *chat.Bridge, f wire.Forgery) {
 	if f.Agent != "" {
-		a, err := l.rooms.AgentByHandle(ctx, b.Owner+"/"+f.Agent)
-		if err != nil || a.Bridge != b.ID {
+		if _, err := l.ownAgent(ctx, b, f.Agent); err != nil {
 			l.log.Warn("a bridge reported a refused decision for an agent it does not run", "bridge", b.ID, "agent", f.Agent)
 			return
 		}
