@@ -135,54 +135,45 @@ func (l *Link) AddAgent(ctx context.Context, actor *chat.User, roomName, handle,
 	if in, _ := l.rooms.AgentInRoom(ctx, a.ID, r.Name); in && !room.Retried(ctx) {
 		return "", nil, wh.Errorf(wh.EConflict, "@%s is already in %s", a.Handle, r.Name)
 	}
-	device, err := l.consent(ctx, actor, a, r.Name, ceiling, signed)
+	device, granted, err := l.consent(ctx, actor, a, r.Name, ceiling, signed)
 	if err != nil {
 		return "", nil, err
 	}
-	held, _ := l.grant(a, r.Name)
-	if held == "" {
-		held = statementCeiling(signed)
+	if granted == "" {
+		granted = statementCeiling(signed)
 	}
-	if err := l.rooms.AddOwnAgent(ctx, actor, r.Name, a.Handle, held, device); err != nil {
+	if err := l.rooms.AddOwnAgent(ctx, actor, r.Name, a.Handle, granted, device); err != nil {
 		return "", nil, err
 	}
 	return "added", nil, nil
 }
 
 // consent relays the owner's consent to a room to the agent's bridge and
-// returns the device that signed it.
-func (l *Link) consent(ctx context.Context, actor *chat.User, a *chat.Agent, room, ceiling string, signed *wire.Signed) (string, error) {
-	_, held := l.grant(a, room)
+// returns the device that signed it and the ceiling the bridge now holds
+// for the room.
+func (l *Link) consent(ctx context.Context, actor *chat.User, a *chat.Agent, room, ceiling string, signed *wire.Signed) (device, granted string, err error) {
+	granted, held := l.grant(a, room)
 	if !held && signed == nil {
-		return "", signatureRequired("Letting @" + a.Handle + " act in " + room)
+		return "", "", signatureRequired("Letting @" + a.Handle + " act in " + room)
 	}
 	if err := l.bridgeOnline(a); err != nil {
-		return "", err
+		return "", "", err
 	}
 	var ack wire.Ack
 	c := wire.Consent{Agent: a.Name, Room: room, Action: wire.ConsentAdd, Ceiling: ceiling, By: actor.Name, Signed: signed}
 	if err := l.request(ctx, a.Bridge, wire.KindConsent, c, &ack, ControlTimeout); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if !ack.OK {
-		return "", relayErr(ack)
+		return "", "", relayErr(ack)
 	}
 	if held {
-		return "", nil // the bridge already let it act there: no signature was needed or checked
+		return "", granted, nil // the bridge already let it act there: no signature was needed or checked
 	}
 	// The next heartbeat would tell; this node needs to know now.
-	l.noteGrant(a, room, statementCeilingOr(signed, ceiling))
-	return deviceOf(signed), nil
-}
-
-func statementCeilingOr(s *wire.Signed, c string) string {
-	if s != nil {
-		return statementCeiling(s)
-	}
-	if c == "" {
-		return authz.CeilingNormal
-	}
-	return c
+	granted = statementCeiling(signed)
+	l.noteGrant(a, room, granted)
+	return deviceOf(signed), granted, nil
 }
 
 // noteGrant records in this node's presence that the bridge now lets the
@@ -226,7 +217,7 @@ func (l *Link) AnswerInvitation(ctx context.Context, actor *chat.User, id int64,
 	if inv.Status != "pending" {
 		return nil, wh.Errorf(wh.EConflict, "this invitation was already %s", inv.Status)
 	}
-	device, err := l.consent(ctx, actor, a, inv.Room, "", signed)
+	device, _, err := l.consent(ctx, actor, a, inv.Room, "", signed)
 	if err != nil {
 		return nil, err
 	}
