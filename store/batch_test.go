@@ -99,6 +99,12 @@ func TestSearchIndexFollowsABatch(t *testing.T) {
 	if err != nil || outs[1].Err == nil {
 		t.Fatalf("outcomes %+v (%v): want the second refused", outs, err)
 	}
+	// An edit of a message an earlier batch posted, behind a new post: its
+	// entry is there already, and the post is indexed at the commit.
+	b.apply(t, messageEvent(t, "u0", "omicron"))
+	omicron := int64(b.seq)
+	b.apply(t, messageEvent(t, "u0", "kappa"),
+		event(t, chat.EvMessageEdited, chat.MessageEdited{ID: omicron, Room: "r", Text: "lambda", By: "u0"}))
 	if _, err := b.s.db.w.ExecContext(ctx, `INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')`); err != nil {
 		t.Fatalf("the search index does not match the messages: %v", err)
 	}
@@ -106,7 +112,7 @@ func TestSearchIndexFollowsABatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for word, want := range map[string]int{"alpha": 0, "gamma": 1, "beta": 1, "delta": 0, "epsilon": 1, "author": 0, "zeta": 1, "eta": 1, "theta": 1, "iota": 1} {
+	for word, want := range map[string]int{"alpha": 0, "gamma": 1, "beta": 1, "delta": 0, "epsilon": 1, "author": 0, "zeta": 1, "eta": 1, "theta": 1, "iota": 1, "omicron": 0, "kappa": 1, "lambda": 1} {
 		match, err := FTSQuery(word)
 		if err != nil {
 			t.Fatal(err)

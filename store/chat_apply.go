@@ -63,7 +63,7 @@ func streamUpdateTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, d
 	if rid != roomID || !partial {
 		return true, nil, nil
 	}
-	if err := indexPendingTx(ctx, tx); err != nil { // the text's index entry must be there to change
+	if err := beforeTextChangeTx(ctx, tx, id); err != nil {
 		return true, nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE messages SET text = ?, partial = ? WHERE id = ?`, d.Text, d.Partial, id); err != nil {
@@ -157,7 +157,7 @@ func applyMessageEdited(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Eve
 	}
 	mentions, _ := json.Marshal(chat.NonNilMentions(d.Mentions))
 	parts, _ := json.Marshal(chat.NonNilParts(d.Parts))
-	if err := indexPendingTx(ctx, tx); err != nil { // the text's index entry must be there to change
+	if err := beforeTextChangeTx(ctx, tx, d.ID); err != nil {
 		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE messages SET text = ?, mentions = ?, parts = ?, edited_at = ? WHERE id = ?`,
@@ -199,7 +199,7 @@ func applyMessageDeleted(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Ev
 		d.ID, seq, m.text, m.parts, d.By, ts(ev.At)); err != nil {
 		return nil, err
 	}
-	if err := indexPendingTx(ctx, tx); err != nil { // the text's index entry must be there to change
+	if err := beforeTextChangeTx(ctx, tx, d.ID); err != nil {
 		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE messages SET text = '', mentions = '[]', parts = '[]', files = '[]', partial = 0, deleted = 1, deleted_by = ? WHERE id = ?`, d.By, d.ID); err != nil {

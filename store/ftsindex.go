@@ -14,7 +14,7 @@ import (
 // The index is external content: deleting or replacing a row's entry (the
 // triggers of an edit or a deletion) needs the entry there. So the batch's
 // new messages are indexed before any statement that changes a message's
-// text (indexPendingTx), as well as before the commit.
+// text (beforeTextChangeTx), as well as before the commit.
 
 // ftsPending is the range of message ids (message id = event sequence, so
 // a transaction's new messages are the only rows in it) this transaction
@@ -45,4 +45,17 @@ func indexPendingTx(ctx context.Context, tx *sql.Tx) error {
 	}
 	db.fts = ftsPending{}
 	return nil
+}
+
+// beforeTextChangeTx is called before a statement changes message id's
+// text: its triggers replace the message's index entry, which must be
+// there. Only a message this transaction posted may lack it; indexing the
+// pending messages for any other would only cut the batch's index into
+// more segments.
+func beforeTextChangeTx(ctx context.Context, tx *sql.Tx, id int64) error {
+	db, _ := ctx.Value(applyDBKey{}).(*DB)
+	if db == nil || db.fts.lo == 0 || id < db.fts.lo || id > db.fts.hi {
+		return nil
+	}
+	return indexPendingTx(ctx, tx)
 }
