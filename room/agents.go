@@ -26,11 +26,13 @@ func (s *Service) RoomAgents(ctx context.Context, viewer *chat.User, roomName st
 	if err != nil {
 		return nil, err
 	}
+	// What turns from this room may do is for everyone in it to see.
+	ceilings, err := s.CeilingsInRoom(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
 	for _, a := range as {
-		// What turns from this room may do is for everyone in it to see.
-		if a.Ceiling, err = s.Ceiling(ctx, a.ID, r.Name); err != nil {
-			return nil, err
-		}
+		a.Ceiling = ceilings[a.ID]
 	}
 	return as, s.showAll(ctx, viewer, as)
 }

@@ -174,6 +174,27 @@ func (s *Store) Ceiling(ctx context.Context, agentID int64, roomName string) (st
 	return c, err
 }
 
+// CeilingsInRoom returns the ceiling of each agent in a room, by agent id.
+func (s *Store) CeilingsInRoom(ctx context.Context, roomID int64) (map[int64]string, error) {
+	type ceiling struct {
+		agent int64
+		c     string
+	}
+	rows, err := s.db.r.QueryContext(ctx, `SELECT agent_id, ceiling FROM room_agents WHERE room_id = ?`, roomID)
+	cs, err := collect("ceilings", rows, err, func(sc scanner) (ceiling, error) {
+		var c ceiling
+		return c, sc.Scan(&c.agent, &c.c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]string, len(cs))
+	for _, c := range cs {
+		out[c.agent] = c.c
+	}
+	return out, nil
+}
+
 // heldTx holds a moderated mention for its owner and tells the owner.
 func heldFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, steerID string, at time.Time) ([]chat.FeedItem, error) {
 	r, ownerID, err := requestTx(ctx, tx, steerID)
