@@ -93,6 +93,9 @@ type trustStore struct {
 	f    trustFile
 	// config is each agent's rooms from the config file.
 	config map[string]map[string]string
+	// listed is grants' answer per agent until setGrant changes it: every
+	// heartbeat (after every steer) lists every agent's rooms.
+	listed map[string][]wire.RoomGrant
 }
 
 // openTrust reads the store at path (a missing file is an empty store) and
@@ -317,6 +320,9 @@ func (t *trustStore) grant(agent, room string) (ceiling string, ok bool) {
 func (t *trustStore) grants(agent string) []wire.RoomGrant {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if out, ok := t.listed[agent]; ok {
+		return out // never changed by callers: they only send it
+	}
 	rooms := map[string]string{}
 	for r, c := range t.config[agent] {
 		rooms[r] = c
@@ -335,6 +341,10 @@ func (t *trustStore) grants(agent string) []wire.RoomGrant {
 		out = append(out, wire.RoomGrant{Room: r, Ceiling: c})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Room < out[j].Room })
+	if t.listed == nil {
+		t.listed = map[string][]wire.RoomGrant{}
+	}
+	t.listed[agent] = out
 	return out
 }
 
@@ -343,6 +353,7 @@ func (t *trustStore) grants(agent string) []wire.RoomGrant {
 func (t *trustStore) setGrant(agent, room, ceiling, by string, removed bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	delete(t.listed, agent)
 	_, inConfig := t.config[agent][room]
 	if removed && !inConfig {
 		delete(t.agent(agent).Rooms, room)
