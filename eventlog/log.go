@@ -331,9 +331,7 @@ func (l *Log) writeErr() error {
 		// Refused before the store is asked: a store that runs into a full
 		// disk stops taking writes until it restarts (nats-server 2.x).
 		f := &Failure{Reason: ReasonLogFull, Err: detail}
-		if old := l.health.Swap(f); old == nil || old.Reason != f.Reason {
-			l.log.Error("the event log cannot take writes", "reason", f.Reason, "err", detail)
-		}
+		l.setHealth(f)
 		return healthErr(f)
 	}
 	if f := l.health.Load(); f != nil && f.Reason != ReasonLogFull {
@@ -381,8 +379,8 @@ func (l *Log) capacityFull() (full, known bool, detail error) {
 
 // appended notes an append the stream took: it is not full.
 func (l *Log) appended() {
-	if f := l.health.Load(); f != nil && f.Reason == ReasonLogFull && l.health.CompareAndSwap(f, nil) {
-		l.log.Info("the event log takes writes again", "was", f.Reason)
+	if f := l.health.Load(); f != nil && f.Reason == ReasonLogFull {
+		l.clearHealth(f)
 	}
 }
 
@@ -504,7 +502,7 @@ func (l *Log) publish(ctx context.Context, subject string, ev chat.Event, data [
 func (l *Log) publishErr(err error) error {
 	f := classify(err)
 	if f.Reason == ReasonLogFull {
-		l.health.Store(f)
+		l.setHealth(f)
 	}
 	return healthErr(f)
 }
@@ -557,24 +555,34 @@ func (l *Log) checkStream(ctx context.Context) {
 		err = quorumErr(info.Cluster)
 	}
 	if err != nil {
-		f := classify(err)
-		if old := l.health.Swap(f); old == nil || old.Reason != f.Reason {
-			l.log.Error("the event log cannot take writes", "reason", f.Reason, "err", err)
-		}
+		l.setHealth(classify(err))
 		return
 	}
 	full, known, detail := l.storeFull(ctx)
 	old := l.health.Load()
 	switch {
 	case full:
-		if l.health.Swap(&Failure{Reason: ReasonLogFull, Err: detail}) == nil {
-			l.log.Error("the event log cannot take writes", "reason", ReasonLogFull, "err", detail)
-		}
+		l.setHealth(&Failure{Reason: ReasonLogFull, Err: detail})
 	case old == nil:
 	case old.Reason == ReasonLogFull && !known:
 		// Nothing here can tell whether there is room again; the next
 		// append that succeeds does.
-	case l.health.CompareAndSwap(old, nil):
+	default:
+		l.clearHealth(old)
+	}
+}
+
+// setHealth records why the stream cannot take writes, and says so when
+// the reason changes.
+func (l *Log) setHealth(f *Failure) {
+	if old := l.health.Swap(f); old == nil || old.Reason != f.Reason {
+		l.log.Error("the event log cannot take writes", "reason", f.Reason, "err", f.Err)
+	}
+}
+
+// clearHealth ends the failure old, unless another has replaced it.
+func (l *Log) clearHealth(old *Failure) {
+	if l.health.CompareAndSwap(old, nil) {
 		l.log.Info("the event log takes writes again", "was", old.Reason)
 	}
 }
