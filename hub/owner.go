@@ -49,6 +49,19 @@ func relayErr(ack wire.Ack) error {
 	return &wh.Error{Code: code, Message: msg, Reason: ack.Reason}
 }
 
+// relay sends an owner's change to a bridge: an error if the bridge cannot
+// be reached or refuses it.
+func (l *Link) relay(ctx context.Context, bridgeID, kind string, v any) error {
+	var ack wire.Ack
+	if err := l.request(ctx, bridgeID, kind, v, &ack, ControlTimeout); err != nil {
+		return err
+	}
+	if !ack.OK {
+		return relayErr(ack)
+	}
+	return nil
+}
+
 // grant is what this node last heard the bridge hold for agent in room:
 // its ceiling, and whether it lets the agent act there.
 func (l *Link) grant(a *chat.Agent, room string) (string, bool) {
@@ -106,13 +119,9 @@ func (l *Link) SetPolicy(ctx context.Context, actor *chat.User, handle string, p
 	if err := l.bridgeOnline(a); err != nil {
 		return nil, err
 	}
-	var ack wire.Ack
 	c := wire.Control{Agent: a.Name, Action: wire.ControlPolicy, Policy: &p, By: actor.Name, Signed: signed}
-	if err := l.request(ctx, a.Bridge, wire.KindControl, c, &ack, ControlTimeout); err != nil {
+	if err := l.relay(ctx, a.Bridge, wire.KindControl, c); err != nil {
 		return nil, err
-	}
-	if !ack.OK {
-		return nil, relayErr(ack)
 	}
 	return l.rooms.SetPolicy(ctx, actor, handle, p, deviceOf(signed))
 }
@@ -159,13 +168,9 @@ func (l *Link) consent(ctx context.Context, actor *chat.User, a *chat.Agent, roo
 	if err := l.bridgeOnline(a); err != nil {
 		return "", "", err
 	}
-	var ack wire.Ack
 	c := wire.Consent{Agent: a.Name, Room: room, Action: wire.ConsentAdd, Ceiling: ceiling, By: actor.Name, Signed: signed}
-	if err := l.request(ctx, a.Bridge, wire.KindConsent, c, &ack, ControlTimeout); err != nil {
+	if err := l.relay(ctx, a.Bridge, wire.KindConsent, c); err != nil {
 		return "", "", err
-	}
-	if !ack.OK {
-		return "", "", relayErr(ack)
 	}
 	if held {
 		return "", granted, nil // the bridge already let it act there: no signature was needed or checked
@@ -271,13 +276,9 @@ func (l *Link) SetCeiling(ctx context.Context, actor *chat.User, roomName, handl
 	if err := l.bridgeOnline(a); err != nil {
 		return err
 	}
-	var ack wire.Ack
 	c := wire.Consent{Agent: a.Name, Room: roomName, Action: wire.ConsentCeiling, Ceiling: ceiling, By: actor.Name, Signed: signed}
-	if err := l.request(ctx, a.Bridge, wire.KindConsent, c, &ack, ControlTimeout); err != nil {
+	if err := l.relay(ctx, a.Bridge, wire.KindConsent, c); err != nil {
 		return err
-	}
-	if !ack.OK {
-		return relayErr(ack)
 	}
 	l.noteGrant(a, roomName, ceiling)
 	if err := l.rooms.SetCeiling(ctx, actor.Name, roomName, a.Handle, ceiling, deviceOf(signed)); err != nil && wh.ErrorCode(err) != wh.EConflict {
