@@ -71,6 +71,22 @@ func (s *suite) editAndReact(t *testing.T) {
 	b.click(t, sel+` .reaction[data-emoji="👍"]`)
 	a.gone(t, sel+` .reaction[data-emoji="👍"]`)
 
+	// A reaction redraws the message; an edit alice has open stays, with
+	// what she typed.
+	a.hover(t, sel)
+	a.click(t, sel+" button.edit-message")
+	a.fill(t, sel+" .edit-text", "half typed")
+	b.hover(t, sel)
+	b.click(t, sel+" button.react")
+	b.click(t, `#reaction-picker .quick-reaction[data-emoji="👍"]`)
+	a.visible(t, sel+` .reaction[data-emoji="👍"]`)
+	if v := eval[string](t, a, fmt.Sprintf(`document.querySelector(%s)?.value || ''`, js(sel+" .edit-form .edit-text"))); v != "half typed" {
+		t.Fatalf("alice's open edit after bob's reaction: %q, want what she typed", v)
+	}
+	a.click(t, sel+" .edit-cancel")
+	a.gone(t, sel+" .edit-form")
+	a.visible(t, sel+" .message-body")
+
 	// Deleting asks first and leaves a tombstone.
 	a.send(t, "this one was a mistake")
 	del := messageJS("alice", "this one was a mistake")

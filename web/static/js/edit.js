@@ -28,7 +28,13 @@ function startEdit(m, node) {
     h('div', { class: 'edit-actions' }, h('span', { class: 'muted' }, 'Enter saves · Esc cancels · an agent keeps what it was sent'), cancel, save), err);
   body.hidden = true;
   body.after(form);
-  const done = () => { form.remove(); body.hidden = false; };
+  // The form may have moved to a fresh node of the message (carryEdit):
+  // its body is the one beside it now.
+  const done = () => {
+    const b = form.parentElement && form.parentElement.querySelector('.message-body');
+    form.remove();
+    if (b) b.hidden = false;
+  };
   cancel.addEventListener('click', done);
   ta.addEventListener('keydown', (e) => {
     if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); done(); }
@@ -42,6 +48,7 @@ function startEdit(m, node) {
     save.disabled = true;
     try {
       const fresh = await api.editMessage(m.room, m.id, text);
+      done();
       storeMessage({ ...cur, ...fresh, room: fresh.room || m.room });
     } catch (ex) {
       err.textContent = ex.message;
@@ -51,6 +58,17 @@ function startEdit(m, node) {
   });
   ta.focus();
   ta.setSelectionRange(ta.value.length, ta.value.length);
+}
+
+// carryEdit moves an open edit form from a message's node to the fresh
+// node that replaces it (a reaction, a reply count or another's edit
+// redrew the message): what the person is typing stays.
+export function carryEdit(node, fresh) {
+  const form = node.querySelector('.edit-form');
+  const body = fresh.querySelector('.message-body');
+  if (!form || !body) return;
+  body.hidden = true;
+  body.after(form);
 }
 
 async function remove(m) {

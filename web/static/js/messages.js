@@ -8,6 +8,7 @@ import { messageEl, daySeparator } from './render/message.js';
 import { isActivity, ActivityGroup } from './render/activity.js';
 import { renderReceipts, receiptText } from './receipts.js';
 import { markRead } from './unread.js';
+import { carryEdit } from './edit.js';
 
 const PAGE = 50;
 const AROUND = 100;   // a jump far back shows this many messages around the target
@@ -58,6 +59,7 @@ function replaceEl(id) {
     el.scrollTop = el.scrollHeight - fromBottom;
   } else {
     const fresh = messageEl(m, { compact: node.classList.contains('message-compact') });
+    carryEdit(node, fresh);
     node.replaceWith(fresh);
     els.set(id, fresh);
   }

@@ -17,6 +17,7 @@ import { markRead, lastReadOf } from './unread.js';
 import { storeMessage } from './chatevents.js';
 import { initMentions } from './mentions.js';
 import { attacher } from './uploads.js';
+import { carryEdit } from './edit.js';
 
 let open = null; // {room, root}
 let rootMsg = null;
@@ -182,6 +183,7 @@ function redrawOne(id) {
   if (!node || !m || !node.matches('article.message[data-id]')) { redraw(); return; }
   const fresh = messageEl(m, { inThread: true });
   if (node.classList.contains('thread-root')) fresh.classList.add('thread-root');
+  carryEdit(node, fresh);
   node.replaceWith(fresh);
   els.set(id, fresh);
 }
