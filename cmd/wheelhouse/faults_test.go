@@ -239,6 +239,9 @@ func TestBridgeStoppedMidTurn(t *testing.T) {
 		t.Fatalf("queued steer: %v", rc)
 	}
 	r.signalBridge(syscall.SIGCONT)
+	// It checks with the hub before delivering what it queued, and drops
+	// the follow-up the hub ended (else it would start once the turn ends).
+	r.bridge.expect(t, `dropped @alice's queued message: the hub already ended it`)
 	waitAgent(t, r.alice, "alice/demo", func(st string) bool { return st == "idle" })
 	// The queued follow-up was never delivered: no second turn, no approval.
 	n := 0
