@@ -369,6 +369,19 @@ func (t *trustStore) setGrant(agent, room, ceiling, by string, removed bool) err
 // The owner's CLI reads and changes the trust store directly when no
 // bridge runs (a lost laptop is revoked whether or not the bridge is up).
 
+// DevicesOffline revokes device revokeID ("" for none), then lists the
+// devices, of the bridge whose credentials are at credsPath while it does
+// not run: its trust store is beside its credentials.
+func DevicesOffline(credsPath, revokeID string) ([]wire.Device, error) {
+	trust := TrustPath(credsPath)
+	if revokeID != "" {
+		if _, err := RevokeTrusted(trust, revokeID); err != nil {
+			return nil, err
+		}
+	}
+	return TrustedDevices(trust)
+}
+
 // TrustedDevices lists the devices in the trust store at path.
 func TrustedDevices(path string) ([]wire.Device, error) {
 	t, err := openTrust(path, time.Now, nil)

@@ -11,7 +11,6 @@ import (
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
-	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // runDevices lists, adds (an enrollment code) and revokes the devices the
@@ -46,17 +45,14 @@ func runDevices(ctx context.Context, fs *flag.FlagSet, f *bridgeFlags, stdout io
 	}
 	rep, err := control(cctx, f.socket, req)
 	if err != nil && wh.ErrorCode(err) == wh.EUnavailable && op != "add" {
-		// No bridge runs: its trust store is beside its credentials.
 		path, _ := credentialsPath(f.creds)
-		trust := bridge.TrustPath(path)
-		var devs []wire.Device
+		revoke := ""
 		if op == "revoke" {
-			if _, err := bridge.RevokeTrusted(trust, id); err != nil {
-				return err
-			}
+			revoke = id
 		}
-		if devs, err = bridge.TrustedDevices(trust); err != nil {
-			return err
+		devs, derr := bridge.DevicesOffline(path, revoke)
+		if derr != nil {
+			return derr
 		}
 		rep, err = &bridge.ControlReply{OK: true, Devices: devs}, nil
 	}
