@@ -302,6 +302,19 @@ func (l *Log) Changed() <-chan struct{} {
 	return l.notify
 }
 
+// CatchUp waits until this node has applied all the stream holds now;
+// advanced is false when it had already.
+func (l *Log) CatchUp(ctx context.Context) (advanced bool, err error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return false, err
+	}
+	if l.applied.Load() >= info.State.LastSeq {
+		return false, nil
+	}
+	return true, l.WaitApplied(ctx, info.State.LastSeq)
+}
+
 // WaitApplied blocks until seq is projected or ctx ends.
 func (l *Log) WaitApplied(ctx context.Context, seq uint64) error {
 	for {

@@ -16,7 +16,7 @@ import (
 // ownSteer checks that a receipt is for a steer sent to this bridge.
 func (l *Link) ownSteer(ctx context.Context, b *chat.Bridge, steerID string) error {
 	r, err := l.rooms.Receipt(ctx, steerID)
-	if wh.ErrorCode(err) == wh.ENotFound && l.caughtUp(ctx) {
+	if wh.ErrorCode(err) == wh.ENotFound && l.readAgain(ctx) {
 		r, err = l.rooms.Receipt(ctx, steerID)
 	}
 	if wh.ErrorCode(err) == wh.ENotFound {
@@ -32,21 +32,16 @@ func (l *Link) ownSteer(ctx context.Context, b *chat.Bridge, steerID string) err
 	return nil
 }
 
-// caughtUp waits briefly until this node has applied all the stream holds
-// now, and reports whether it has: a bridge's messages may be handled by
+// readAgain waits briefly until this node has applied all the stream holds
+// now, and reports whether that brought anything new (so a read that found
+// nothing is worth doing again): a bridge's messages may be handled by
 // another hub node than the one that recorded what they refer to, so "the
 // hub never heard of it" is judged only on a current projection.
-func (l *Link) caughtUp(ctx context.Context) bool {
+func (l *Link) readAgain(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	info, err := l.rooms.Log.Stream().Info(ctx)
-	if err != nil {
-		return false
-	}
-	if l.rooms.Log.Applied() >= info.State.LastSeq {
-		return false // nothing new to read
-	}
-	return l.rooms.Log.WaitApplied(ctx, info.State.LastSeq) == nil
+	advanced, err := l.rooms.Log.CatchUp(ctx)
+	return err == nil && advanced
 }
 
 // ownAgent returns the agent a message is about, if this bridge runs it.
@@ -158,7 +153,7 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) erro
 	}
 	if te.Kind == wire.TurnEnded && a.TurnID != te.TurnID && !l.sawTurn(b.ID, te.Agent, te.TurnID) {
 		known, err := l.rooms.TurnKnown(ctx, a.ID, te.TurnID)
-		if err == nil && !known && l.caughtUp(ctx) {
+		if err == nil && !known && l.readAgain(ctx) {
 			known, err = l.rooms.TurnKnown(ctx, a.ID, te.TurnID)
 		}
 		if err != nil {
@@ -251,7 +246,7 @@ func (l *Link) approval(ctx context.Context, b *chat.Bridge, a *chat.Agent, req 
 // decision by anyone but the owner.
 func (l *Link) approvalUpdate(ctx context.Context, b *chat.Bridge, up wire.ApprovalUpdate) error {
 	p, err := l.rooms.ApprovalByID(ctx, up.ApprovalID)
-	if wh.ErrorCode(err) == wh.ENotFound && l.caughtUp(ctx) {
+	if wh.ErrorCode(err) == wh.ENotFound && l.readAgain(ctx) {
 		p, err = l.rooms.ApprovalByID(ctx, up.ApprovalID)
 	}
 	if wh.ErrorCode(err) == wh.ENotFound {
