@@ -2,15 +2,22 @@
 // the open room (agents with owner and status). A WAI-ARIA combobox: arrow
 // keys move, Enter or Tab picks, Esc closes.
 
-import { h, clear, avatar, replaceToken } from './dom.js';
+import { h, avatar } from './dom.js';
+import { combobox } from './combobox.js';
 import { state } from './store.js';
 
 const MAX = 8;
 
 export function initMentions(ta, listEl, { suppress } = {}) {
-  let items = [];
-  let active = 0;
-  let token = null; // {start, end, query}
+  const box = combobox(ta, listEl, {
+    idPrefix: 'mention-opt', className: 'mention-option',
+    option: (c) => ({
+      dataset: { value: c.value, kind: c.kind, status: c.status || null },
+      children: [avatar(c.value, c.kind, 'avatar-xs'), h('span', { class: 'mention-option-title' }, c.title), h('span', { class: 'mention-option-sub' }, c.sub)],
+    }),
+    insert: (c) => '@' + c.value + ' ',
+    passKey: (e) => e.shiftKey && e.key === 'Enter',
+  });
 
   function candidates() {
     const room = state.current;
@@ -40,75 +47,21 @@ export function initMentions(ta, listEl, { suppress } = {}) {
   }
 
   function update() {
-    token = findToken();
-    if (!token) { close(); return; }
+    const token = findToken();
+    if (!token) { box.close(); return; }
     const q = token.query;
     const all = candidates();
     const starts = all.filter((c) => c.value.toLowerCase().startsWith(q) || c.value.split('/').pop().toLowerCase().startsWith(q));
     const contains = all.filter((c) => !starts.includes(c) && c.value.toLowerCase().includes(q));
-    items = [...starts, ...contains].slice(0, MAX);
-    if (!items.length) { close(); return; }
-    active = Math.min(active, items.length - 1);
-    draw();
-  }
-
-  function draw() {
-    clear(listEl);
-    items.forEach((c, i) => {
-      const li = h('li', {
-        id: `mention-opt-${i}`, role: 'option', class: `mention-option${i === active ? ' active' : ''}`,
-        'aria-selected': String(i === active), dataset: { value: c.value, kind: c.kind, status: c.status || null },
-      },
-      avatar(c.value, c.kind, 'avatar-xs'),
-      h('span', { class: 'mention-option-title' }, c.title),
-      h('span', { class: 'mention-option-sub' }, c.sub));
-      li.addEventListener('mousedown', (e) => { e.preventDefault(); pick(i); });
-      listEl.append(li);
-    });
-    listEl.hidden = false;
-    ta.setAttribute('aria-expanded', 'true');
-    ta.setAttribute('aria-activedescendant', `mention-opt-${active}`);
-    listEl.children[active]?.scrollIntoView({ block: 'nearest' });
-  }
-
-  function close() {
-    items = [];
-    active = 0;
-    listEl.hidden = true;
-    clear(listEl);
-    ta.setAttribute('aria-expanded', 'false');
-    ta.removeAttribute('aria-activedescendant');
-  }
-
-  function pick(i) {
-    const c = items[i];
-    if (!c || !token) return;
-    replaceToken(ta, token, '@' + c.value + ' ');
-    close();
-    ta.dispatchEvent(new Event('input', { bubbles: true }));
-    ta.focus();
-  }
-
-  // handleKey returns true when the key was for the autocomplete.
-  function handleKey(e) {
-    if (listEl.hidden || !items.length) return false;
-    switch (e.key) {
-      case 'ArrowDown': active = (active + 1) % items.length; draw(); return true;
-      case 'ArrowUp': active = (active - 1 + items.length) % items.length; draw(); return true;
-      case 'Enter': case 'Tab':
-        if (e.shiftKey && e.key === 'Enter') return false;
-        pick(active); return true;
-      case 'Escape': close(); return true;
-      default: return false;
-    }
+    box.show([...starts, ...contains].slice(0, MAX), token);
   }
 
   ta.addEventListener('input', update);
   ta.addEventListener('click', update);
   ta.addEventListener('keyup', (e) => { if (e.key === 'ArrowLeft' || e.key === 'ArrowRight' || e.key === 'Home' || e.key === 'End') update(); });
-  ta.addEventListener('blur', () => setTimeout(close, 100));
+  ta.addEventListener('blur', () => setTimeout(box.close, 100));
 
-  return { handleKey, close };
+  return { handleKey: box.handleKey, close: box.close };
 }
 
 export function statusWord(status) {

@@ -5,7 +5,8 @@
 // start posts text that begins with "/".
 
 import { api, ApiError } from './api.js';
-import { h, clear, avatar, toast, replaceToken } from './dom.js';
+import { h, avatar, toast } from './dom.js';
+import { combobox } from './combobox.js';
 import { state, isDM, roomLabel, agentOwner } from './store.js';
 import { actions } from './actions.js';
 import { confirmDialog } from './dialog.js';
@@ -63,10 +64,26 @@ export function parse(text) {
 export function initSlash(ta, box) {
   const listEl = h('ul', { id: 'slash-list', class: 'mention-list slash-list', role: 'listbox', 'aria-label': 'Commands', hidden: true });
   box.append(listEl);
-  let items = [];
-  let active = 0;
   let mode = null; // 'command' | 'arg'
-  let token = null; // {start, end, query}
+  const popup = combobox(ta, listEl, {
+    idPrefix: 'slash-opt', className: 'mention-option slash-option', controls: 'slash-list',
+    option: (c) => ({
+      dataset: { value: c.value, command: c.name || null },
+      children: [
+        c.avatar ? avatar(c.avatar[0], c.avatar[1], 'avatar-xs') : h('span', { class: 'slash-mark', 'aria-hidden': 'true' }, '/'),
+        h('span', { class: 'mention-option-title' }, c.title),
+        h('span', { class: 'mention-option-sub' }, c.sub)],
+    }),
+    insert: (c) => c.value + ' ',
+    // Enter on an option already typed out in full falls through, so the
+    // command runs.
+    passKey: (e, c, typed) => {
+      if (e.shiftKey) return true;
+      if (e.key === 'Enter' && typed === c.value.toLowerCase() && !(mode === 'command' && c.needsArg)) { popup.close(); return true; }
+      return false;
+    },
+    onClose: () => { mode = null; ta.setAttribute('aria-controls', 'mention-list'); },
+  });
 
   function available() {
     const r = state.rooms.get(state.current);
@@ -79,6 +96,7 @@ export function initSlash(ta, box) {
     if (pos !== ta.selectionEnd || !v.startsWith('/') || v.startsWith('//')) { close(); return; }
     const before = v.slice(0, pos);
     let m = /^\/([a-z]*)$/i.exec(before);
+    let token, items;
     if (m) {
       const q = m[1].toLowerCase();
       mode = 'command';
@@ -93,71 +111,13 @@ export function initSlash(ta, box) {
       token = { start: pos - m[3].length, end: pos, query: q };
       items = cmd.args().filter((o) => o.value.toLowerCase().includes(q.replace(/^@/, '')));
     } else { close(); return; }
-    items = items.slice(0, MAX);
-    if (!items.length) { close(); return; }
-    active = Math.min(active, items.length - 1);
-    draw();
+    popup.show(items.slice(0, MAX), token);
   }
 
-  function draw() {
-    clear(listEl);
-    items.forEach((c, i) => {
-      const li = h('li', {
-        id: `slash-opt-${i}`, role: 'option', class: `mention-option slash-option${i === active ? ' active' : ''}`,
-        'aria-selected': String(i === active), dataset: { value: c.value, command: c.name || null },
-      },
-      c.avatar ? avatar(c.avatar[0], c.avatar[1], 'avatar-xs') : h('span', { class: 'slash-mark', 'aria-hidden': 'true' }, '/'),
-      h('span', { class: 'mention-option-title' }, c.title),
-      h('span', { class: 'mention-option-sub' }, c.sub));
-      li.addEventListener('mousedown', (e) => { e.preventDefault(); pick(i); });
-      listEl.append(li);
-    });
-    listEl.hidden = false;
-    ta.setAttribute('aria-controls', 'slash-list');
-    ta.setAttribute('aria-expanded', 'true');
-    ta.setAttribute('aria-activedescendant', `slash-opt-${active}`);
-    listEl.children[active]?.scrollIntoView({ block: 'nearest' });
-  }
-
+  // close does nothing when the popup is closed already (the mention
+  // popup's aria-controls stays).
   function close() {
-    if (listEl.hidden && !items.length) return;
-    items = [];
-    active = 0;
-    mode = null;
-    listEl.hidden = true;
-    clear(listEl);
-    ta.setAttribute('aria-controls', 'mention-list');
-    ta.setAttribute('aria-expanded', 'false');
-    ta.removeAttribute('aria-activedescendant');
-  }
-
-  function pick(i) {
-    const c = items[i];
-    if (!c || !token) return;
-    replaceToken(ta, token, c.value + ' ');
-    close();
-    ta.dispatchEvent(new Event('input', { bubbles: true }));
-    ta.focus();
-  }
-
-  // handleKey returns true when the key was for the popup. Enter on an
-  // option already typed out in full falls through, so the command runs.
-  function handleKey(e) {
-    if (listEl.hidden || !items.length) return false;
-    switch (e.key) {
-      case 'ArrowDown': active = (active + 1) % items.length; draw(); return true;
-      case 'ArrowUp': active = (active - 1 + items.length) % items.length; draw(); return true;
-      case 'Enter': case 'Tab': {
-        if (e.shiftKey) return false;
-        const c = items[active];
-        const typed = ta.value.slice(token.start, token.end).toLowerCase();
-        if (e.key === 'Enter' && typed === c.value.toLowerCase() && !(mode === 'command' && c.needsArg)) { close(); return false; }
-        pick(active);
-        return true;
-      }
-      case 'Escape': close(); return true;
-      default: return false;
-    }
+    if (popup.isOpen()) popup.close();
   }
 
   ta.addEventListener('input', update);
@@ -165,7 +125,7 @@ export function initSlash(ta, box) {
   ta.addEventListener('blur', () => setTimeout(close, 100));
 
   return {
-    handleKey,
+    handleKey: popup.handleKey,
     close,
     // The popup owns "@" completion after /stop and /invite.
     ownsArgs: () => { const p = parse(ta.value); return !!(p && byName.get(p.name)?.args); },
