@@ -95,13 +95,9 @@ export async function jumpTo(name, id) {
     }
     if (log.reachedStart || id > log.oldest) break;
     pages++;
-    log.loading = true;
     try {
-      const d = await api.messages(name, { before: log.oldest, limit: 200 });
-      for (const m of d.messages || []) log.add(m);
-      for (const r of d.receipts || []) mergeReceipt(r);
-      if ((d.messages || []).length < 200) log.reachedStart = true;
-    } catch { break; } finally { log.loading = false; }
+      if (addPage(log, await fetchPage(log, name, { before: log.oldest, limit: 200 })).length < 200) log.reachedStart = true;
+    } catch { break; }
     if (room === name) renderAll();
   }
   if (room !== name) return false;
@@ -109,6 +105,25 @@ export async function jumpTo(name, id) {
   if (!el) return false;
   flash(el);
   return true;
+}
+
+// fetchPage reads a page of a room's messages, the log loading meanwhile.
+async function fetchPage(log, name, query) {
+  log.loading = true;
+  try {
+    return await api.messages(name, query);
+  } finally {
+    log.loading = false;
+  }
+}
+
+// addPage puts a page's messages and receipts into log and returns the
+// messages.
+export function addPage(log, d) {
+  const ms = d.messages || [];
+  for (const m of ms) log.add(m);
+  for (const r of d.receipts || []) mergeReceipt(r);
+  return ms;
 }
 
 // showAround replaces the room's view with the page around message id.
@@ -123,9 +138,7 @@ async function showAround(name, id) {
     if (room === name) setTopIndicator();
     return;
   }
-  const ms = d.messages || [];
-  for (const m of ms) log.add(m);
-  for (const r of d.receipts || []) mergeReceipt(r);
+  const ms = addPage(log, d);
   log.loaded = true;
   log.loading = false;
   log.reachedStart = ms.filter((m) => m.id < id).length < AROUND / 2;
@@ -152,20 +165,15 @@ async function loadNewer() {
   if (!name) return;
   const log = logFor(name);
   if (log.loading || !log.detached) return;
-  log.loading = true;
   try {
-    const d = await api.messages(name, { after: log.newest, limit: PAGE });
-    const ms = d.messages || [];
+    const d = await fetchPage(log, name, { after: log.newest, limit: PAGE });
     log.detached = false;
-    for (const m of ms) log.add(m);
-    for (const r of d.receipts || []) mergeReceipt(r);
+    const ms = addPage(log, d);
     // Short: the latest, unless a message arrived live meanwhile that the
     // page did not have.
     log.detached = ms.length >= PAGE || log.skipped > log.newest;
   } catch (err) {
     errorText = `Could not load newer messages: ${err.message}`;
-  } finally {
-    log.loading = false;
   }
   if (room !== name) return;
   const el = list();
@@ -205,19 +213,12 @@ export function clearMessages() {
 async function loadLatest(name) {
   const log = logFor(name);
   if (log.loading) return;
-  log.loading = true;
   try {
-    const d = await api.messages(name, { limit: PAGE });
-    const ms = d.messages || [];
-    for (const m of ms) log.add(m);
-    for (const r of d.receipts || []) mergeReceipt(r);
-    if (ms.length < PAGE) log.reachedStart = true;
+    if (addPage(log, await fetchPage(log, name, { limit: PAGE })).length < PAGE) log.reachedStart = true;
     log.loaded = true;
     errorText = '';
   } catch (err) {
     errorText = `Could not load messages: ${err.message}`;
-  } finally {
-    log.loading = false;
   }
   if (room !== name) return;
   renderAll();
@@ -231,18 +232,12 @@ async function loadOlder() {
   if (!name) return;
   const log = logFor(name);
   if (log.loading || log.reachedStart || !log.loaded) return;
-  log.loading = true;
-  setTopIndicator();
+  const reading = fetchPage(log, name, { before: log.oldest, limit: PAGE });
+  setTopIndicator(); // shows the log loading
   try {
-    const d = await api.messages(name, { before: log.oldest, limit: PAGE });
-    const ms = d.messages || [];
-    for (const m of ms) log.add(m);
-    for (const r of d.receipts || []) mergeReceipt(r);
-    if (ms.length < PAGE) log.reachedStart = true;
+    if (addPage(log, await reading).length < PAGE) log.reachedStart = true;
   } catch (err) {
     errorText = `Could not load older messages: ${err.message}`;
-  } finally {
-    log.loading = false;
   }
   if (room !== name) return;
   const el = list();

@@ -18,6 +18,7 @@ import { storeMessage } from './chatevents.js';
 import { initMentions } from './mentions.js';
 import { attacher } from './uploads.js';
 import { carryEdit } from './edit.js';
+import { addPage } from './messages.js';
 
 let open = null; // {room, root}
 let rootMsg = null;
@@ -137,8 +138,7 @@ async function load() {
       if (ch.byId.has(d.root.id)) ch.byId.set(d.root.id, d.root);
     }
     const log = threadLog(want.root);
-    for (const m of d.messages || []) log.add(m);
-    for (const r of d.receipts || []) mergeReceipt(r);
+    addPage(log, d);
     log.loaded = true;
     errorText = '';
   } catch (ex) {
