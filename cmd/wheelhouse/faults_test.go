@@ -71,12 +71,20 @@ harness = "demo"
   step = "1s"
   [agent.policy]
   address = "members"
-  approval_timeout = "1m"
-%s
-`, creds, policy)), 0o600)
+%s%s
+`, creds, approvalTimeout(policy), policy)), 0o600)
 	r.startBridge()
 	r.alice.AddAgent("dev", "alice/demo")
 	return r
+}
+
+// approvalTimeout is the rig's approval timeout line, unless the test's
+// policy sets its own.
+func approvalTimeout(policy string) string {
+	if strings.Contains(policy, "approval_timeout") {
+		return ""
+	}
+	return "  approval_timeout = \"1m\"\n"
 }
 
 func (r *faultRig) startHub(extra ...string) {
@@ -193,6 +201,45 @@ func TestBridgeKilledWithApprovalPending(t *testing.T) {
 	r.startBridge()
 	if a := r.alice.Must(200, "GET", "/api/v1/approvals/"+approval, nil).Body["approval"].(map[string]any); a["status"] != "voided" {
 		t.Fatalf("after restart: %v", a["status"])
+	}
+}
+
+// A bridge frozen while its approval waits cannot let it hang: the hub
+// ends it on its own (expired at its deadline, or voided when it finds the
+// bridge gone, whichever comes first), deciding it then is refused, and the
+// bridge, when it wakes, leaves it ended and runs nothing.
+func TestBridgeStoppedWithApprovalPending(t *testing.T) {
+	r := startFaultRig(t, `  approval_timeout = "3s"`)
+	id := r.alice.Post("dev", "@alice/demo delete old.log")
+	receiptWith(t, r.alice, "dev", id, "started")
+	var approval string
+	testhub.CheckFor(t, 10*time.Second, "a pending approval", func() error {
+		for _, a := range testhub.AsList(r.alice.Must(200, "GET", "/api/v1/approvals?state=pending", nil).Body["approvals"]) {
+			approval = a["id"].(string)
+			return nil
+		}
+		return fmt.Errorf("none yet")
+	})
+	r.signalBridge(syscall.SIGSTOP)
+	var ended any
+	testhub.CheckFor(t, 15*time.Second, "the hub to end the approval", func() error {
+		a := r.alice.Must(200, "GET", "/api/v1/approvals/"+approval, nil).Body["approval"].(map[string]any)
+		if ended = a["status"]; ended != "expired" && ended != "voided" {
+			return fmt.Errorf("status %v", a["status"])
+		}
+		return nil
+	})
+	a := r.alice.Must(200, "GET", "/api/v1/approvals/"+approval, nil).Body["approval"].(map[string]any)
+	r.alice.Must(409, "POST", "/api/v1/approvals/"+approval, map[string]string{"decision": "deny", "payloadHash": a["payloadHash"].(string)})
+	r.signalBridge(syscall.SIGCONT)
+	rc := finalReceipt(t, r.alice, "dev", id, 20*time.Second)
+	if a := r.alice.Must(200, "GET", "/api/v1/approvals/"+approval, nil).Body["approval"].(map[string]any); a["status"] != ended {
+		t.Fatalf("after the bridge woke: %v, was %v", a["status"], ended)
+	}
+	for _, k := range timelineKinds(t, r.alice, "alice/demo", fmt.Sprint(rc["turnId"])) {
+		if k == "approval.approved" {
+			t.Fatalf("the expired call was approved after all: %v", rc)
+		}
 	}
 }
 
