@@ -317,3 +317,28 @@ func TestRemovingAgentVoidsItsApprovals(t *testing.T) {
 		t.Fatalf("voided without the reason: %v", a)
 	}
 }
+
+// Revoking a bridge (a lost laptop) ends what its agent had going at once:
+// the running turn fails, its pending approval is voided (deciding it is
+// refused), and the follow-up queued behind the turn expires.
+func TestRevokingBridgeEndsItsWork(t *testing.T) {
+	tm := newTeam(t)
+	off := false
+	br := tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members", Steering: &off}, 2, "10ms"))
+	tm.alice.AddAgent("dev", "alice/demo")
+	id, _ := post(t, tm.bob, "dev", "@alice/demo delete old.log", nil)
+	receipt(t, tm.bob, "dev", id, "alice/demo", "started")
+	ap := waitPendingApproval(t, tm.alice, "alice/demo")
+	q, _ := post(t, tm.bob, "dev", "@alice/demo and then list the files", nil)
+	receipt(t, tm.bob, "dev", q, "alice/demo", "queued")
+
+	tm.alice.Must(204, "DELETE", "/api/v1/bridges/"+br.Creds.BridgeID, nil)
+	waitApprovalStatus(t, tm.alice, ap["id"].(string), "voided")
+	if rc := receipt(t, tm.bob, "dev", id, "alice/demo", "failed"); rc["status"] != "failed" {
+		t.Fatalf("the running turn's receipt: %v", rc)
+	}
+	if rc := receipt(t, tm.bob, "dev", q, "alice/demo", "expired"); rc["status"] != "expired" {
+		t.Fatalf("the queued follow-up's receipt: %v", rc)
+	}
+	tm.alice.Must(409, "POST", "/api/v1/approvals/"+ap["id"].(string), map[string]string{"decision": "deny", "payloadHash": ap["payloadHash"].(string)})
+}
