@@ -2,9 +2,14 @@ package authz
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzCanonicalize: canonical output is valid JSON, canonicalizing it again
@@ -89,6 +94,61 @@ func FuzzCheckSigned(f *testing.F) {
 					t.Fatalf("a non-canonical statement parsed: %q", raw)
 				}
 			}
+		}
+	})
+}
+
+// FuzzCheckSignedAuthentic: statements the owner's own device signed, so
+// the checks after the signature are what is fuzzed. Whatever the signed
+// bytes say, an allowed one names exactly the approval asked about, is not
+// expired, not too far ahead, and not a nonce already used.
+func FuzzCheckSignedAuthentic(f *testing.F) {
+	want := Statement{Kind: StatementApproval, Agent: "alice/codex", Approval: "a0123456789abcdef", PayloadHash: strings.Repeat("ab", 32)}
+	ok := want
+	ok.V, ok.Decision, ok.Expires, ok.Nonce = StatementVersion, StatementDecision(ok.Kind), stmtNow.Add(time.Minute).Format(time.RFC3339), "0123456789abcdef"
+	seed, err := CanonicalStatement(ok)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	for _, mut := range []func(*Statement){
+		func(s *Statement) { s.Approval = "a00000000000000ff" },
+		func(s *Statement) { s.Agent = "mallory/codex" },
+		func(s *Statement) { s.Expires = stmtNow.Add(-time.Second).Format(time.RFC3339) },
+		func(s *Statement) { s.Expires = stmtNow.Add(24 * time.Hour).Format(time.RFC3339) },
+		func(s *Statement) { s.Nonce = "used" },
+		func(s *Statement) { s.Decision = "deny" },
+	} {
+		s := ok
+		mut(&s)
+		raw, _ := CanonicalStatement(s)
+		f.Add(raw)
+	}
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	spki, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		f.Fatal(err)
+	}
+	dev := &Device{Kind: DeviceWebCrypto, PublicKey: spki}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		st, d := CheckSigned(SignedCheck{Raw: raw, Device: dev, Sig: Signature{Sig: signP1363(t, k, raw)}, Want: want, Now: stmtNow,
+			NonceUsed: func(n string) bool { return n == "used" }})
+		if !d.Allow {
+			return
+		}
+		exp := st.ExpiresAt()
+		switch {
+		case st.Kind != want.Kind || st.Agent != want.Agent || st.Approval != want.Approval || !strings.EqualFold(st.PayloadHash, want.PayloadHash):
+			t.Fatalf("allowed a statement about something else: %q", raw)
+		case st.Decision != StatementDecision(st.Kind):
+			t.Fatalf("allowed a statement with decision %q: %q", st.Decision, raw)
+		case !stmtNow.Before(exp) || exp.Sub(stmtNow) > MaxStatementAhead:
+			t.Fatalf("allowed a statement expiring at %s: %q", st.Expires, raw)
+		case st.Nonce == "used":
+			t.Fatalf("allowed a used nonce: %q", raw)
 		}
 	})
 }
