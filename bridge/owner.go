@@ -233,7 +233,7 @@ func (b *Bridge) enrollDevice(e wire.Enrollment) (wire.Device, error) {
 	if _, err := authz.ParseDeviceKey(spki); err != nil {
 		return wire.Device{}, wh.Errorf(wh.EInvalid, "%v", err)
 	}
-	d, err := b.trust.enroll(trustedDevice{ID: authz.DeviceID(spki), Name: e.Name, Kind: e.Kind, PublicKey: e.PublicKey,
+	d, err := b.trust.enroll(trustedDevice{Device: wire.Device{ID: authz.DeviceID(spki), Name: e.Name, Kind: e.Kind, PublicKey: e.PublicKey},
 		CredentialID: e.CredentialID, RPID: e.RPID, Origin: e.Origin})
 	if err != nil {
 		return d, err

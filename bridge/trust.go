@@ -42,22 +42,16 @@ type trustFile struct {
 	Nonces map[string]time.Time `json:"nonces"`
 }
 
+// trustedDevice is a device as the trust store keeps it: what the hub is
+// told of it, and what a passkey's signatures are checked against.
 type trustedDevice struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	Kind         string    `json:"kind"`
-	PublicKey    string    `json:"publicKey"` // base64 SPKI DER
-	CredentialID string    `json:"credentialId,omitempty"`
-	RPID         string    `json:"rpId,omitempty"`
-	Origin       string    `json:"origin,omitempty"`
-	AddedAt      time.Time `json:"addedAt"`
-	Revoked      bool      `json:"revoked,omitempty"`
-	RevokedAt    time.Time `json:"revokedAt,omitzero"`
+	wire.Device
+	CredentialID string `json:"credentialId,omitempty"`
+	RPID         string `json:"rpId,omitempty"`
+	Origin       string `json:"origin,omitempty"`
 }
 
-func (d trustedDevice) wire() wire.Device {
-	return wire.Device{ID: d.ID, Name: d.Name, Kind: d.Kind, PublicKey: d.PublicKey, AddedAt: d.AddedAt, Revoked: d.Revoked, RevokedAt: d.RevokedAt}
-}
+func (d trustedDevice) wire() wire.Device { return d.Device }
 
 func (d trustedDevice) key() *authz.Device {
 	spki, _ := base64.StdEncoding.DecodeString(d.PublicKey)
