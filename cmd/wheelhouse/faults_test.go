@@ -78,6 +78,20 @@ harness = "demo"
 	return r
 }
 
+// pendingApproval waits for alice's agent to ask her, and returns the id.
+func (r *faultRig) pendingApproval() string {
+	r.t.Helper()
+	var approval string
+	testhub.CheckFor(r.t, 10*time.Second, "a pending approval", func() error {
+		for _, a := range testhub.AsList(r.alice.Must(200, "GET", "/api/v1/approvals?state=pending", nil).Body["approvals"]) {
+			approval = a["id"].(string)
+			return nil
+		}
+		return fmt.Errorf("none yet")
+	})
+	return approval
+}
+
 // approvalTimeout is the rig's approval timeout line, unless the test's
 // policy sets its own.
 func approvalTimeout(policy string) string {
@@ -175,14 +189,7 @@ func TestBridgeKilledWithApprovalPending(t *testing.T) {
 	r := startFaultRig(t, "")
 	id := r.alice.Post("dev", "@alice/demo delete old.log")
 	receiptWith(t, r.alice, "dev", id, "started")
-	var approval string
-	testhub.CheckFor(t, 10*time.Second, "a pending approval", func() error {
-		for _, a := range testhub.AsList(r.alice.Must(200, "GET", "/api/v1/approvals?state=pending", nil).Body["approvals"]) {
-			approval = a["id"].(string)
-			return nil
-		}
-		return fmt.Errorf("none yet")
-	})
+	approval := r.pendingApproval()
 	r.signalBridge(syscall.SIGKILL)
 	testhub.CheckFor(t, 10*time.Second, "the approval to be voided", func() error {
 		a := r.alice.Must(200, "GET", "/api/v1/approvals/"+approval, nil).Body["approval"].(map[string]any)
@@ -212,14 +219,7 @@ func TestBridgeStoppedWithApprovalPending(t *testing.T) {
 	r := startFaultRig(t, `  approval_timeout = "3s"`)
 	id := r.alice.Post("dev", "@alice/demo delete old.log")
 	receiptWith(t, r.alice, "dev", id, "started")
-	var approval string
-	testhub.CheckFor(t, 10*time.Second, "a pending approval", func() error {
-		for _, a := range testhub.AsList(r.alice.Must(200, "GET", "/api/v1/approvals?state=pending", nil).Body["approvals"]) {
-			approval = a["id"].(string)
-			return nil
-		}
-		return fmt.Errorf("none yet")
-	})
+	approval := r.pendingApproval()
 	r.signalBridge(syscall.SIGSTOP)
 	var ended any
 	testhub.CheckFor(t, 15*time.Second, "the hub to end the approval", func() error {
