@@ -52,6 +52,12 @@ func (l *Link) serveFile(b *chat.Bridge, m *nats.Msg, req wire.FileRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), fileTimeout)
 	defer cancel()
 	f, rc, err := l.rooms.SteerFileBytes(ctx, b.ID, req.SteerID, req.FileID)
+	if wh.ErrorCode(err) == wh.EForbidden && l.readAgain(ctx) {
+		// The router delivers a steer once this node has decided it, before
+		// its commit: the bridge may ask for the message's files before the
+		// message is readable here.
+		f, rc, err = l.rooms.SteerFileBytes(ctx, b.ID, req.SteerID, req.FileID)
+	}
 	if err != nil {
 		l.log.Warn("refused a bridge's file request", "bridge", b.ID, "steer", req.SteerID, "file", req.FileID, "err", err)
 		fail(err)
