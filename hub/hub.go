@@ -419,7 +419,9 @@ func (h *Hub) Close(ctx context.Context) error {
 		cancel()
 	}
 	if h.web != nil {
-		h.web.Close()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		h.web.Close(wctx)
+		cancel()
 	}
 	if h.link != nil {
 		h.link.stop()

@@ -224,7 +224,12 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*chat.User, 
 	if secret == "" {
 		return nil, wh.Errorf(wh.EUnauthenticated, "log in first (session cookie or Authorization: Bearer token)")
 	}
-	hash := HashSecret(secret)
+	return s.AuthenticateHash(ctx, HashSecret(secret))
+}
+
+// AuthenticateHash resolves a credential by the hash of its secret (a
+// socket keeps the hash of the one it was opened with, not the secret).
+func (s *Service) AuthenticateHash(ctx context.Context, hash string) (*chat.User, error) {
 	u, ok, gen := s.cache.getAuth(hash, s.now())
 	if ok {
 		return &u, nil

@@ -23,8 +23,10 @@ const (
 	wsPingEvery    = 20 * time.Second
 	wsPingTimeout  = 10 * time.Second
 	wsWriteTimeout = 10 * time.Second
-	wsReadLimit    = 4 << 10
-	wsBacklogPage  = 500
+	// wsReadLimit bounds a frame from the client: a request (a post's
+	// body, the most the HTTP API takes, and its routing).
+	wsReadLimit   = MaxBodyBytes + 1<<10
+	wsBacklogPage = 500
 )
 
 // broker fans projected feed items out to connections by user. Items are
@@ -76,7 +78,8 @@ func (b *broker) publish(items []chat.FeedItem) {
 }
 
 // wsConn is one live client. Its handler's goroutine sends the backlog,
-// then reads (control frames, the close) until the connection ends; a
+// then reads (requests, control frames, the close) until the connection
+// ends; a
 // writer goroutine runs while its bounded queue has items (wswriter.go).
 // An idle socket costs one goroutine.
 type wsConn struct {
@@ -89,6 +92,8 @@ type wsConn struct {
 	cancel context.CancelCauseFunc
 	once   sync.Once
 	ping   atomic.Pointer[time.Timer]
+	// inflight counts the requests this socket has under way.
+	inflight atomic.Int32
 	// The position sent, owned by whoever writes: the handler during the
 	// backlog, then one writer at a time.
 	last    uint64
@@ -203,18 +208,22 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) er
 	// The backlog and the ready frame from here, while live items queue;
 	// then a writer takes the queue, and a reader of its own (this
 	// goroutine's stack and the request are let go) reads until the
-	// connection ends, answering pings and noticing the close.
+	// connection ends: the client's requests (wsrequest.go), the answers
+	// to pings, the close.
 	if err = s.sendBacklog(ctx, c); err != nil {
 		return nil
 	}
 	c.live()
 	reading = true
 	go func() {
-		var err error
-		for err == nil {
-			_, _, err = ws.Read(ctx)
+		for {
+			typ, frame, err := ws.Read(ctx)
+			if err != nil {
+				s.endSocket(c, u.Name, err)
+				return
+			}
+			s.request(c, typ, frame)
 		}
-		s.endSocket(c, u.Name, err)
 	}()
 	return nil
 }

@@ -20,6 +20,9 @@ type metrics struct {
 	wsClients prometheus.Gauge
 	wsSlow    prometheus.Counter
 	wsEnded   prometheus.Counter
+	// wsRequests counts requests over the events socket by the status
+	// their reply carries.
+	wsRequests *prometheus.CounterVec
 }
 
 // eventsRoute is the live-events WebSocket: its "latency" is the life of a
@@ -39,7 +42,9 @@ func newMetrics(reg *prometheus.Registry, rooms *room.Service) *metrics {
 		wsEnded: prometheus.NewCounter(prometheus.CounterOpts{Name: "wheelhouse_websocket_sessions_ended_total",
 			Help: "Sockets closed because their session or token ended (logout, revocation, deactivation, password change)."}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.posts, m.wsClients, m.wsSlow, m.wsEnded)
+	m.wsRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wheelhouse_websocket_requests_total",
+		Help: "Requests sent over the events WebSocket (posts), by the HTTP status of their reply."}, []string{"code"})
+	reg.MustRegister(m.requests, m.latency, m.posts, m.wsClients, m.wsSlow, m.wsEnded, m.wsRequests)
 	if rooms != nil {
 		reg.MustRegister(&stateCollector{rooms: rooms})
 	}

@@ -213,14 +213,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *chat.Use
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	m, err := s.rooms.PostWith(r.Context(), u, r.PathValue("room"), room.PostInput{Text: in.Text, Turns: in.Turns, Thread: in.Thread, Files: in.Files})
+	out, err := s.post(r.Context(), u, r.PathValue("room"), room.PostInput{Text: in.Text, Turns: in.Turns, Thread: in.Thread, Files: in.Files})
 	if err != nil {
 		return err
-	}
-	s.metrics.posts.Inc()
-	out := map[string]any{"message": m}
-	if s.agents != nil && hasAgentMention(m) {
-		out["receipts"] = s.agents.AwaitReceipts(r.Context(), m)
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil

@@ -64,8 +64,10 @@ type Server struct {
 	handler  http.Handler
 	metrics  *metrics
 
-	mu    sync.Mutex
-	conns map[*wsConn]struct{}
+	mu      sync.Mutex
+	conns   map[*wsConn]struct{}
+	closing bool           // no new socket requests
+	reqs    sync.WaitGroup // socket requests under way
 }
 
 // New builds the server; call Publish from the room log's feed.
@@ -109,9 +111,11 @@ func (s *Server) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})
 }
 
-// Close closes every WebSocket with 1001 (going away).
-func (s *Server) Close() {
+// Close closes every WebSocket with 1001 (going away), then waits until
+// the requests sockets had under way are carried out, or ctx ends.
+func (s *Server) Close(ctx context.Context) {
 	s.mu.Lock()
+	s.closing = true
 	conns := make([]*wsConn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
@@ -119,6 +123,12 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.goingAway()
+	}
+	done := make(chan struct{})
+	go func() { s.reqs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 

@@ -117,7 +117,9 @@ func (c *wsConn) stopPinging() {
 }
 
 // writeBatch writes items after (last, lastIdx) under one deadline, held
-// back and sent together when the connection allows it.
+// back and sent together when the connection allows it. An item of
+// sequence 0 is no event but a reply to the client's request: it is
+// always sent and does not move the position.
 func writeBatch(ctx context.Context, ws *websocket.Conn, cork *netcork.Conn, items []*chat.FeedItem, last *uint64, lastIdx *int) error {
 	wctx, cancel := context.WithTimeout(ctx, wsWriteTimeout)
 	defer cancel()
@@ -126,13 +128,16 @@ func writeBatch(ctx context.Context, ws *websocket.Conn, cork *netcork.Conn, ite
 		defer cork.Flush(wsWriteTimeout) // on an error path; a no-op after the flush below
 	}
 	for _, it := range items {
-		if !it.After(*last, *lastIdx) {
+		reply := it.Seq == 0
+		if !reply && !it.After(*last, *lastIdx) {
 			continue
 		}
 		if err := ws.Write(wctx, websocket.MessageText, it.Body); err != nil {
 			return err
 		}
-		*last, *lastIdx = it.Seq, it.Idx
+		if !reply {
+			*last, *lastIdx = it.Seq, it.Idx
+		}
 		if cork != nil && cork.Held() >= maxBatchBytes {
 			if err := cork.Flush(wsWriteTimeout); err != nil {
 				return err

@@ -14,12 +14,20 @@ import (
 	"github.com/coder/websocket"
 )
 
-// Event is one live event frame.
+// Event is one live event frame, or the reply to a request sent on the
+// socket (Type "reply", with Req, Status and Data or Error).
 type Event struct {
-	ID   uint64          `json:"id"`
-	Type string          `json:"type"`
-	Room string          `json:"room"`
-	Data json.RawMessage `json:"data"`
+	ID     uint64          `json:"id"`
+	Type   string          `json:"type"`
+	Room   string          `json:"room"`
+	Data   json.RawMessage `json:"data"`
+	Req    string          `json:"req"`
+	Status int             `json:"status"`
+	Error  *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Reason  string `json:"reason"`
+	} `json:"error"`
 }
 
 // Stream is a live-events WebSocket that records what it receives.
@@ -133,6 +141,47 @@ func (s *Stream) WaitType(typ string, n int, d time.Duration) []Event {
 		return len(got) >= n
 	})
 	return got
+}
+
+// Send writes one frame on the socket: v as JSON text, or a []byte as it is.
+func (s *Stream) Send(v any) {
+	s.t.Helper()
+	b, ok := v.([]byte)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		s.t.Fatalf("send on the events socket: %v", err)
+	}
+}
+
+// Reply waits for the reply to the request req.
+func (s *Stream) Reply(req string) Event {
+	s.t.Helper()
+	var got Event
+	WaitFor(s.t, 20*time.Second, "the reply to "+req, func() bool {
+		for _, e := range s.Events() {
+			if e.Type == "reply" && e.Req == req {
+				got = e
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// Request sends v and waits for the reply to its "req".
+func (s *Stream) Request(v map[string]any) Event {
+	s.t.Helper()
+	s.Send(v)
+	req, _ := v["req"].(string)
+	return s.Reply(req)
 }
 
 // Raw returns the underlying connection (for slow-client tests).
