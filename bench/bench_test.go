@@ -26,7 +26,7 @@ func TestSuiteRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Posts) != 2 || len(res.Fanout) != 2 || len(res.Mentions) != 2 || res.Idle == nil || res.Model == nil || res.Search == nil || res.Uploads == nil {
+	if len(res.Posts) != 4 || len(res.Fanout) != 2 || len(res.Mentions) != 4 || res.Idle == nil || res.Model == nil || res.Search == nil || res.Uploads == nil {
 		t.Fatalf("sections missing from the results: %+v", res)
 	}
 }
@@ -58,13 +58,17 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
 func BenchmarkPostThroughput(b *testing.B) {
-	for b.Loop() {
-		got, err := PostThroughput(context.Background(), 2000, 32, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(got.PerSecond, "posts/s")
-		b.ReportMetric(got.CPUMicros, "cpu-µs/post")
+	for _, over := range []string{OverHTTP, OverSocket} {
+		b.Run(over, func(b *testing.B) {
+			for b.Loop() {
+				got, err := PostThroughput(context.Background(), 2000, 32, "", over)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(got.PerSecond, "posts/s")
+				b.ReportMetric(got.CPUMicros, "cpu-µs/post")
+			}
+		})
 	}
 }
 
@@ -80,13 +84,17 @@ func BenchmarkRawPublishThroughput(b *testing.B) {
 }
 
 func BenchmarkMentionLatency(b *testing.B) {
-	for b.Loop() {
-		d, err := MentionLatency(context.Background(), 300, false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(d.P50.Microseconds()), "p50-µs")
-		b.ReportMetric(float64(d.P99.Microseconds()), "p99-µs")
+	for _, over := range []string{OverHTTP, OverSocket} {
+		b.Run(over, func(b *testing.B) {
+			for b.Loop() {
+				d, err := MentionLatency(context.Background(), 300, false, over)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(d.P50.Microseconds()), "p50-µs")
+				b.ReportMetric(float64(d.P99.Microseconds()), "p99-µs")
+			}
+		})
 	}
 }
 

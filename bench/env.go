@@ -24,6 +24,9 @@ type env struct {
 	keep  bool // dir belongs to the caller
 	admin *chat.User
 	token string
+	// sockets the bench opened: closed before the hub, so it does not
+	// wait on their close handshakes
+	sockets []*socketPoster
 }
 
 type envOptions struct {
@@ -79,6 +82,7 @@ func newEnv(ctx context.Context, o envOptions) (*env, error) {
 func (e *env) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	parallel(len(e.sockets), 16, func(i int) error { e.sockets[i].close(); return nil })
 	e.h.Close(ctx)
 	if !e.keep {
 		os.RemoveAll(e.dir)
@@ -174,6 +178,16 @@ func (e *env) post(ctx context.Context, client *http.Client, token, roomName, te
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return 0, fmt.Errorf("post: %s: %s", resp.Status, bytes.TrimSpace(b))
 	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, fmt.Errorf("post: %w", err)
+	}
+	return postAnswer(b)
+}
+
+// postAnswer reads a post's answer: the message id, or an error when a
+// mention in it was rejected.
+func postAnswer(b []byte) (uint64, error) {
 	var out struct {
 		Message struct {
 			ID uint64 `json:"id"`
@@ -182,7 +196,7 @@ func (e *env) post(ctx context.Context, client *http.Client, token, roomName, te
 			Status, Reason, Detail string
 		} `json:"receipts"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+	if err := json.Unmarshal(b, &out); err != nil {
 		return 0, fmt.Errorf("post: %w", err)
 	}
 	for _, r := range out.Receipts {

@@ -66,7 +66,8 @@ func (p *probe) OwnerTurns() string     { return "" }
 // mentions posted one after another. The owner mentions it with the rate
 // limiter lifted; or (member) people of the room who are not its owner do,
 // with the hub's default rate limit on (each sends at most its burst).
-func MentionLatency(ctx context.Context, n int, member bool) (Dist, error) {
+// over says how they post: HTTP, or their events WebSocket.
+func MentionLatency(ctx context.Context, n int, member bool, over string) (Dist, error) {
 	e, err := newEnv(ctx, envOptions{Limiter: member})
 	if err != nil {
 		return Dist{}, err
@@ -118,11 +119,27 @@ func MentionLatency(ctx context.Context, n int, member bool) (Dist, error) {
 		}
 	}
 	client := &http.Client{}
+	post := func(from person, text string) error {
+		_, err := e.post(ctx, client, from.token, "bench", text)
+		return err
+	}
+	if over == OverSocket {
+		sockets := map[string]*socketPoster{}
+		for _, s := range senders {
+			if sockets[s.name], err = e.dialPoster(ctx, s.token); err != nil {
+				return Dist{}, err
+			}
+		}
+		post = func(from person, text string) error {
+			_, err := sockets[from.name].post(ctx, "bench", text)
+			return err
+		}
+	}
 	sent := make([]time.Time, n)
 	for k := range n {
 		from := senders[k*len(senders)/n]
 		sent[k] = time.Now()
-		if _, err := e.post(ctx, client, from.token, "bench", fmt.Sprintf("@bench/probe mark-%d", k)); err != nil {
+		if err := post(from, fmt.Sprintf("@bench/probe mark-%d", k)); err != nil {
 			return Dist{}, err
 		}
 	}

@@ -44,21 +44,27 @@ func (r Rate) String() string {
 // `go tool pprof -tagignore side=load` shows the hub's share alone.
 var loadLabels = pprof.Labels("side", "load")
 
-// PostThroughput posts n messages over HTTP with c concurrent clients and
-// counts those acknowledged (201: appended to the log, projected, answered).
-func PostThroughput(ctx context.Context, n, c int, sync string) (Rate, error) {
+// PostThroughput posts n messages with c concurrent clients and counts
+// those acknowledged (201: appended to the log, projected, answered). Over
+// HTTP the clients are keep-alive connections of one person posting to one
+// room; over the socket, c people each hold their events WebSocket and
+// post to a room of their own (so each socket also receives its own
+// messages, as a browser's does).
+func PostThroughput(ctx context.Context, n, c int, sync, over string) (Rate, error) {
 	e, err := newEnv(ctx, envOptions{Sync: sync})
 	if err != nil {
 		return Rate{}, err
 	}
 	defer e.close()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c}}
+	post, err := e.posters(ctx, c, over)
+	if err != nil {
+		return Rate{}, err
+	}
 	b0, ev0 := e.h.Rooms().Log.Batches()
 	cpu0 := cpuTime()
 	start := time.Now()
 	failed, err := hammer(ctx, n, c, func(ctx context.Context, i int) error {
-		_, err := e.post(ctx, client, e.token, "bench", fmt.Sprintf("message %d", i))
-		return err
+		return post(ctx, fmt.Sprintf("message %d", i))
 	})
 	el, cpu := time.Since(start), cpuTime()-cpu0
 	if err != nil {
@@ -68,6 +74,44 @@ func PostThroughput(ctx context.Context, n, c int, sync string) (Rate, error) {
 	b1, ev1 := e.h.Rooms().Log.Batches()
 	r.MeanBatch = ratio(float64(ev1-ev0), float64(b1-b0))
 	return r, nil
+}
+
+// posters returns a post function c goroutines may call at once: over
+// HTTP to the room "bench", or over c sockets to c rooms.
+func (e *env) posters(ctx context.Context, c int, over string) (func(ctx context.Context, text string) error, error) {
+	if over != OverSocket {
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c}}
+		return func(ctx context.Context, text string) error {
+			_, err := e.post(ctx, client, e.token, "bench", text)
+			return err
+		}, nil
+	}
+	people, err := e.addPeople(ctx, "p", c)
+	if err != nil {
+		return nil, err
+	}
+	type poster struct {
+		room string
+		p    *socketPoster
+	}
+	pool := make(chan poster, c)
+	for _, pp := range people {
+		name := "room-" + pp.name
+		if _, err := e.h.Rooms().CreateRoom(ctx, pp.user, name, false, ""); err != nil {
+			return nil, err
+		}
+		sp, err := e.dialPoster(ctx, pp.token)
+		if err != nil {
+			return nil, err
+		}
+		pool <- poster{room: name, p: sp}
+	}
+	return func(ctx context.Context, text string) error {
+		p := <-pool
+		defer func() { pool <- p }()
+		_, err := p.p.post(ctx, p.room, text)
+		return err
+	}, nil
 }
 
 // hammer runs do n times on c goroutines (labelled as load) and returns how

@@ -148,9 +148,11 @@ type Results struct {
 	Skipped map[string]string `json:"skipped,omitempty"`
 }
 
-// PostResult is durable post throughput with one sync setting.
+// PostResult is durable post throughput with one sync setting, posted one
+// way (OverHTTP or OverSocket).
 type PostResult struct {
 	Sync        string  `json:"sync"`
+	Over        string  `json:"over"`
 	Concurrency int     `json:"concurrency"`
 	Hub         Rate    `json:"hub"`
 	Raw         Rate    `json:"raw"`
@@ -160,6 +162,7 @@ type PostResult struct {
 // MentionResult is mention → harness latency for one kind of sender.
 type MentionResult struct {
 	Sender   string  `json:"sender"` // "owner" or "member"
+	Over     string  `json:"over"`   // OverHTTP or OverSocket
 	Limiter  bool    `json:"rateLimiter"`
 	Hub      Dist    `json:"hub"`
 	Raw      Dist    `json:"raw"`
@@ -294,21 +297,22 @@ type notHere struct{ msg string }
 func (e notHere) Error() string { return e.msg }
 
 func runPosts(ctx context.Context, o *Options, res *Results, w io.Writer) error {
-	fmt.Fprintf(w, "\nDurable post throughput (%d posts, %d concurrent HTTP clients; the JetStream baseline publishes an event of the same size)\n", o.Posts, o.Concurrency)
+	fmt.Fprintf(w, "\nDurable post throughput (%d posts, %d concurrent clients, over HTTP and over their events WebSockets; the JetStream baseline publishes an event of the same size)\n", o.Posts, o.Concurrency)
 	for _, sync := range o.Sync {
 		raw, err := RawPublishThroughput(ctx, o.Posts, o.Concurrency, sync)
 		if err != nil {
 			return check(err, "raw JetStream baseline, sync "+sync)
 		}
-		got, err := PostThroughput(ctx, o.Posts, o.Concurrency, sync)
-		if err != nil {
-			return check(err, "post throughput, sync "+sync)
+		fmt.Fprintf(w, "  sync %-8s baseline: raw JetStream publish           %s\n", sync, raw)
+		for _, over := range []string{OverHTTP, OverSocket} {
+			got, err := PostThroughput(ctx, o.Posts, o.Concurrency, sync, over)
+			if err != nil {
+				return check(err, "post throughput over "+over+", sync "+sync)
+			}
+			r := PostResult{Sync: sync, Over: over, Concurrency: o.Concurrency, Hub: got, Raw: raw, Ratio: ratio(got.PerSecond, raw.PerSecond)}
+			res.Posts = append(res.Posts, r)
+			fmt.Fprintf(w, "                hub, %-6s → JetStream → SQLite → answer %s  ratio %.2f\n", over, got, r.Ratio)
 		}
-		r := PostResult{Sync: sync, Concurrency: o.Concurrency, Hub: got, Raw: raw, Ratio: ratio(got.PerSecond, raw.PerSecond)}
-		res.Posts = append(res.Posts, r)
-		fmt.Fprintf(w, "  sync %-8s hub (HTTP → JetStream → SQLite → answer)  %s\n", sync, got)
-		fmt.Fprintf(w, "                baseline: raw JetStream publish          %s\n", raw)
-		fmt.Fprintf(w, "                ratio hub/baseline %.2f\n", r.Ratio)
 	}
 	return nil
 }
@@ -354,7 +358,7 @@ func runFanout(ctx context.Context, o *Options, res *Results, w io.Writer) error
 }
 
 func runMentions(ctx context.Context, o *Options, res *Results, w io.Writer) error {
-	fmt.Fprintf(w, "\nMention → harness latency (POST to the bridge handing the steer to a probe harness, one after another)\n")
+	fmt.Fprintf(w, "\nMention → harness latency (the post, over HTTP or the sender's events WebSocket, to the bridge handing the steer to a probe harness, one after another)\n")
 	rr, err := RawRequestReply(ctx, o.Mentions)
 	if err != nil {
 		return check(err, "raw NATS request/reply")
@@ -365,16 +369,19 @@ func runMentions(ctx context.Context, o *Options, res *Results, w io.Writer) err
 		if member {
 			n, who = min(o.Mentions, 200), "room members who are not the owner (10 each), default rate limit on"
 		}
-		d, err := MentionLatency(ctx, n, member)
-		if err != nil {
-			return check(err, "mention latency, "+who)
+		fmt.Fprintf(w, "  by %s\n", who)
+		for _, over := range []string{OverHTTP, OverSocket} {
+			d, err := MentionLatency(ctx, n, member, over)
+			if err != nil {
+				return check(err, "mention latency over "+over+", "+who)
+			}
+			r := MentionResult{Sender: "owner", Over: over, Hub: d, Raw: rr, RatioP50: durRatio(d.P50, rr.P50), RatioP99: durRatio(d.P99, rr.P99)}
+			if member {
+				r.Sender, r.Limiter = "member", true
+			}
+			res.Mentions = append(res.Mentions, r)
+			fmt.Fprintf(w, "    over %-6s hub + bridge %s   ratio p50 %.1f×  p99 %.1f×\n", over, d, r.RatioP50, r.RatioP99)
 		}
-		r := MentionResult{Sender: "owner", Hub: d, Raw: rr, RatioP50: durRatio(d.P50, rr.P50), RatioP99: durRatio(d.P99, rr.P99)}
-		if member {
-			r.Sender, r.Limiter = "member", true
-		}
-		res.Mentions = append(res.Mentions, r)
-		fmt.Fprintf(w, "  by %s\n    hub + bridge %s   ratio p50 %.1f×  p99 %.1f×\n", who, d, r.RatioP50, r.RatioP99)
 	}
 	return nil
 }

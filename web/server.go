@@ -112,7 +112,8 @@ func (s *Server) MetricsHandler() http.Handler {
 }
 
 // Close closes every WebSocket with 1001 (going away), then waits until
-// the requests sockets had under way are carried out, or ctx ends.
+// the sockets are closed and the requests they had under way carried out,
+// or ctx ends.
 func (s *Server) Close(ctx context.Context) {
 	s.mu.Lock()
 	s.closing = true
@@ -121,11 +122,14 @@ func (s *Server) Close(ctx context.Context) {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
+	// At once: a client that does not answer the close handshake holds
+	// its own close for seconds, not everyone's.
+	var closing sync.WaitGroup
 	for _, c := range conns {
-		c.goingAway()
+		closing.Go(c.goingAway)
 	}
 	done := make(chan struct{})
-	go func() { s.reqs.Wait(); close(done) }()
+	go func() { closing.Wait(); s.reqs.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
