@@ -122,6 +122,17 @@ func TestThreads(t *testing.T) {
 		tm.bob.Must(400, "GET", "/api/v1/rooms/dev/messages?include=all", nil)
 		tm.bob.Must(400, "GET", fmt.Sprintf("/api/v1/rooms/dev/messages?thread=%d", id(reply)), nil) // a reply is not a root
 	})
+	t.Run("ReplyOverTheSocket", func(t *testing.T) {
+		// The same post over the events socket: its reply frames, a
+		// success and an error, are checked against the description below.
+		rep := live.Request(map[string]any{"type": "post", "req": "s1", "room": "dev", "text": "from the socket", "thread": id(root)})
+		if rep.Status != 201 {
+			t.Fatalf("reply %+v", rep)
+		}
+		if rep = live.Request(map[string]any{"type": "post", "req": "s2", "room": "dev", "text": "x", "thread": -1}); rep.Status != 400 || rep.Error == nil {
+			t.Fatalf("reply %+v", rep)
+		}
+	})
 	t.Run("ErrNonMembers", func(t *testing.T) {
 		tm.alice.Must(404, "GET", "/api/v1/rooms/secret/messages?thread=1", nil)
 		tm.root.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "closed"})

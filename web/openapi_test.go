@@ -337,6 +337,13 @@ func checkEvents(t testing.TB, st *testhub.Stream) {
 	t.Helper()
 	s := loadSpec(t)
 	for _, e := range st.Events() {
+		if e.Type == "reply" && e.Data == nil {
+			// An error reply: its error is checked like an HTTP error.
+			if e.Error == nil || e.Error.Code == "" || e.Error.Message == "" || e.Status < 400 {
+				t.Errorf("an error reply without its error: %+v", e)
+			}
+			continue
+		}
 		if err := s.checkEvent(e.Type, e.Data); err != nil {
 			t.Errorf("a live event does not match web/openapi.json: %v\ndata: %.400s", err, e.Data)
 		}
