@@ -1,6 +1,7 @@
 package hub_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,4 +192,62 @@ func TestPostOverTheEventsSocket(t *testing.T) {
 		}
 	})
 
+}
+
+// FuzzSocketRequest sends arbitrary frames on a real hub's events socket:
+// every frame gets exactly one reply, a post that was refused stores
+// nothing, and the socket stays open. Explore with
+//
+//	go test ./hub -run '^$' -fuzz FuzzSocketRequest -fuzztime 30s -parallel 1
+func FuzzSocketRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"post","req":"a","room":"r","text":"hello"}`,
+		`{"type":"post","req":"b","room":"r","text":"@root/nobody hi","turns":{"root/nobody":"t1"},"thread":1,"files":["f1"],"key":"k1"}`,
+		`{"type":"post","req":"c","room":"r","text":"x","thread":9223372036854775807}`,
+		`{"type":"post","req":"d","room":"r","text":"x","files":[""],"key":"\u0000"}`,
+		`{"type":"post","room":"dm:root:root","text":"x"}`,
+		`{"type":"ping"}`, `[]`, `null`, `{"type":"post","req":{}}`, "\xff\xfe", ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	h := testhub.Start(f, testhub.Options{})
+	admin := h.Setup("root", "correct horse")
+	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "r"})
+	s := admin.Events(0, false)
+	s.Ready()
+	count := func(typ string) (n int, last testhub.Event) {
+		for _, e := range s.Events() {
+			if e.Type == typ {
+				n, last = n+1, e
+			}
+		}
+		return n, last
+	}
+	replies := 0
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		messages, _ := count("message")
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		if err := s.Raw().Write(ctx, websocket.MessageText, frame); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		replies++
+		var rep testhub.Event
+		testhub.WaitFor(t, 10*time.Second, "the reply", func() bool {
+			var n int
+			n, rep = count("reply")
+			return n >= replies
+		})
+		if n, _ := count("reply"); n != replies {
+			t.Fatalf("%d replies to %d frames", n, replies)
+		}
+		if s.Closed() != nil {
+			t.Fatalf("the frame %q closed the socket: %v", frame, s.Closed())
+		}
+		// A post's message arrives before its reply: a refused one added
+		// none.
+		if after, _ := count("message"); rep.Status != 201 && after != messages {
+			t.Fatalf("a refused post (%+v) stored a message", rep)
+		}
+	})
 }
