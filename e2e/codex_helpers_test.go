@@ -42,6 +42,7 @@ type codexTeam struct {
 	stub *stubmodel.Responses
 	br   *testhub.Bridge
 	dir  string // the agent's project directory (codex's cwd)
+	home string // its CODEX_HOME
 }
 
 func newCodexTeam(t *testing.T) *codexTeam {
@@ -70,7 +71,7 @@ func newCodexTeamWith(t *testing.T, approval, sandbox string, pol bridge.PolicyC
 			codex.OptApprovalPolicy: approval, codex.OptSandbox: sandbox},
 		PolicyFile: pol})
 	tm.alice.AddAgent("dev", "alice/codex")
-	return &codexTeam{team: tm, stub: stub, br: br, dir: dir}
+	return &codexTeam{team: tm, stub: stub, br: br, dir: dir, home: home}
 }
 
 // nextRequest is the number the stub will give the next model request.
