@@ -8,7 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/internal/stubmodel"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
@@ -81,4 +83,44 @@ func codexProcess(t *testing.T, home string) int {
 	}
 	t.Fatalf("no codex app-server with CODEX_HOME=%s under this process", home)
 	return 0
+}
+
+// TestCodexFrozenMentionEndsInAReceipt stops the real codex app-server
+// (SIGSTOP) while it is idle: a mention's call into it hangs, and the
+// bridge's bound on harness calls turns that into a final receipt instead
+// of silence. Once the process runs again (SIGCONT), the next mention
+// starts a turn.
+func TestCodexFrozenMentionEndsInAReceipt(t *testing.T) {
+	const bound = 2 * time.Second
+	ct := newCodexTeamOn(t, testhub.Options{BridgeCallTimeout: bound}, "untrusted", "danger-full-access",
+		bridge.PolicyConfig{Address: "users", Allowed: []string{"bob"}})
+	pid := codexProcess(t, ct.home)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+
+	id, _ := post(t, ct.bob, "dev", "@alice/codex are you there?", nil)
+	rc := receipt(t, ct.bob, "dev", id, "alice/codex", "rejected", "failed", "started", "queued")
+	if rc["status"] != "rejected" || rc["reason"] != "agent-failed" || !strings.Contains(rc["detail"].(string), "within "+bound.String()) {
+		t.Fatalf("receipt %v, want rejected: agent-failed, not within %s", rc, bound)
+	}
+
+	resume()
+	ct.stub.Push(stubmodel.Text("here now"))
+	var next map[string]any
+	testhub.WaitFor(t, codexWait, "a mention that starts a turn after SIGCONT", func() bool {
+		// The hung call may still hold the agent briefly: ask again until
+		// a turn starts.
+		id, _ := post(t, ct.bob, "dev", "@alice/codex now?", nil)
+		next = receipt(t, ct.bob, "dev", id, "alice/codex", "started", "rejected", "queued", "failed", "done")
+		return next["via"] == "started" || next["status"] == "started"
+	})
 }

@@ -54,6 +54,12 @@ func newCodexTeam(t *testing.T) *codexTeam {
 // sandbox, and the agent's policy file, given.
 func newCodexTeamWith(t *testing.T, approval, sandbox string, pol bridge.PolicyConfig) *codexTeam {
 	t.Helper()
+	return newCodexTeamOn(t, testhub.Options{}, approval, sandbox, pol)
+}
+
+// newCodexTeamOn is newCodexTeamWith on a hub started with o.
+func newCodexTeamOn(t *testing.T, o testhub.Options, approval, sandbox string, pol bridge.PolicyConfig) *codexTeam {
+	t.Helper()
 	bin := codexBinary(t)
 	// The stub starts first so that it stops last, after the bridge closed codex.
 	stub := stubmodel.NewResponses(t)
@@ -65,7 +71,7 @@ func newCodexTeamWith(t *testing.T, approval, sandbox string, pol bridge.PolicyC
 	if err := stub.WriteCodexHome(home); err != nil {
 		t.Fatal(err)
 	}
-	tm := newTeam(t)
+	tm := newTeamWith(t, o)
 	br := tm.h.StartBridge(tm.alice, nil, bridge.AgentConfig{Name: "codex", Harness: "codex", Dir: dir, Binary: bin,
 		Options: map[string]string{codex.OptCodexHome: home, codex.OptStrictConfig: "true",
 			codex.OptApprovalPolicy: approval, codex.OptSandbox: sandbox},

@@ -17,8 +17,11 @@ type team struct {
 	admin, alice, bob, dave, carol *testhub.Client
 }
 
-func newTeam(t *testing.T) *team {
-	h := testhub.Start(t, testhub.Options{})
+func newTeam(t *testing.T) *team { return newTeamWith(t, testhub.Options{}) }
+
+// newTeamWith is newTeam on a hub started with o.
+func newTeamWith(t *testing.T, o testhub.Options) *team {
+	h := testhub.Start(t, o)
 	admin := h.Setup("root", "correct horse")
 	tm := &team{h: h, admin: admin, alice: h.AddUser(admin, "alice"), bob: h.AddUser(admin, "bob"), dave: h.AddUser(admin, "dave"), carol: h.AddUser(admin, "carol")}
 	tm.alice.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "dev"})

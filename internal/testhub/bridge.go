@@ -74,7 +74,8 @@ func (h *Hub) StartBridgeWith(owner *Client, creds *bridge.Credentials, extra ma
 	sock := h.t.TempDir() + "/bridge.sock"
 	journals := h.t.TempDir()
 	b, err := bridge.New(bridge.Config{Creds: creds, Agents: agents, Harnesses: fs, Out: out,
-		ControlSocket: sock, Logger: Logger(h.t).With("side", "bridge"), JournalDir: journals, TrustFile: h.trustFile(creds.BridgeID)})
+		ControlSocket: sock, Logger: Logger(h.t).With("side", "bridge"), JournalDir: journals, TrustFile: h.trustFile(creds.BridgeID),
+		CallTimeout: h.callTimeout})
 	if err != nil {
 		h.t.Fatalf("bridge: %v", err)
 	}

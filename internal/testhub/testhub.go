@@ -48,6 +48,9 @@ type Options struct {
 	NATSMaxStore int64
 	// Replicas of the event stream (3 on a NATS cluster).
 	Replicas int
+	// BridgeCallTimeout bounds each harness call of the bridges this hub's
+	// StartBridge runs (default the bridge's own).
+	BridgeCallTimeout time.Duration
 }
 
 // Hub is a running test hub.
@@ -57,9 +60,10 @@ type Hub struct {
 	CA      []byte // the CA's PEM with Options.TLS
 	// SPKIHash identifies the hub's certificate with Options.TLS (for
 	// Chromium's --ignore-certificate-errors-spki-list).
-	SPKIHash string
-	tls      *CA
-	t        testing.TB
+	SPKIHash    string
+	tls         *CA
+	t           testing.TB
+	callTimeout time.Duration
 }
 
 // Logger returns a logger that writes to the test log at warn level, or
@@ -112,7 +116,7 @@ func Start(t testing.TB, o Options) *Hub {
 	if err := h.Open(ctx); err != nil {
 		t.Fatalf("open hub: %v", err)
 	}
-	th := &Hub{Hub: h, DataDir: o.DataDir, t: t, tls: o.TLS, SPKIHash: leaf.SPKIHash}
+	th := &Hub{Hub: h, DataDir: o.DataDir, t: t, tls: o.TLS, SPKIHash: leaf.SPKIHash, callTimeout: o.BridgeCallTimeout}
 	if o.TLS != nil {
 		th.CA = o.TLS.PEM
 	}
