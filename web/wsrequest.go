@@ -87,8 +87,10 @@ func (s *Server) request(c *wsConn, typ websocket.MessageType, frame []byte) {
 	}
 	go func() {
 		defer s.reqs.Done()
-		defer c.inflight.Add(-1)
 		data, err := s.wsPost(c, &in)
+		// Counted out before the reply is queued: a client that sends its
+		// next request on reading this reply finds the room for it.
+		c.inflight.Add(-1)
 		s.reply(c, in.Req, data, err)
 	}()
 }

@@ -16,8 +16,18 @@ export function setUnauthenticatedHandler(fn) { onUnauthenticated = fn; }
 
 const enc = encodeURIComponent;
 
-async function request(method, path, body, { quiet401 = false } = {}) {
-  const opts = { method, headers: { Accept: 'application/json' }, credentials: 'same-origin' };
+// failure is the ApiError for an answer with status and body data (its
+// {"error":{code, message, reason}}), told to the unauthenticated handler
+// on 401 unless quiet401.
+function failure(status, data, statusText, fallback, quiet401) {
+  const e = (data && data.error) || {};
+  const err = new ApiError(status, e.code || `http_${status}`, e.message || statusText || fallback, e.reason);
+  if (status === 401 && !quiet401) onUnauthenticated(err);
+  return err;
+}
+
+async function request(method, path, body, { quiet401 = false, headers = {} } = {}) {
+  const opts = { method, headers: { Accept: 'application/json', ...headers }, credentials: 'same-origin' };
   if (body !== undefined) {
     opts.headers['Content-Type'] = 'application/json';
     opts.body = JSON.stringify(body);
@@ -31,12 +41,7 @@ async function request(method, path, body, { quiet401 = false } = {}) {
   if (res.status === 204) return null;
   let data = null;
   try { data = await res.json(); } catch { data = null; }
-  if (!res.ok) {
-    const e = (data && data.error) || {};
-    const err = new ApiError(res.status, e.code || `http_${res.status}`, e.message || res.statusText || 'Request failed', e.reason);
-    if (res.status === 401 && !quiet401) onUnauthenticated(err);
-    throw err;
-  }
+  if (!res.ok) throw failure(res.status, data, res.statusText, 'Request failed', quiet401);
   return data;
 }
 
@@ -50,13 +55,35 @@ async function upload(path, blob) {
   }
   let data = null;
   try { data = await res.json(); } catch { data = null; }
-  if (!res.ok) {
-    const e = (data && data.error) || {};
-    const err = new ApiError(res.status, e.code || `http_${res.status}`, e.message || res.statusText || 'Upload failed', e.reason);
-    if (res.status === 401) onUnauthenticated(err);
-    throw err;
-  }
+  if (!res.ok) throw failure(res.status, data, res.statusText, 'Upload failed', false);
   return data;
+}
+
+// The live feed's socket (live.js), set while there is one: posts go over
+// it, without an HTTP request each. api.js does not import live.js (live.js
+// imports this module); app.js hands the socket over.
+let live = null;
+export function setLive(l) { live = l; }
+
+// idempotencyKey is a fresh random key (crypto.randomUUID needs a secure
+// origin; getRandomValues does not).
+function idempotencyKey() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+// postMessage posts body to a room over the live socket when it is ready,
+// else over HTTP. Both carry the same idempotency key, so a post the socket
+// did not answer (it closed, or was busy with as many as the hub allows)
+// goes again over HTTP and is stored once: never lost, never twice.
+async function postMessage(room, body) {
+  const key = idempotencyKey();
+  const reply = live ? await live.request({ type: 'post', room, key, ...body }) : null;
+  if (reply && !(reply.status === 429 && reply.error && reply.error.code === 'rate_limited')) {
+    if (reply.status >= 200 && reply.status < 300) return reply.data ?? null;
+    throw failure(reply.status, { error: reply.error }, '', 'Request failed', false);
+  }
+  return request('POST', `/rooms/${enc(room)}/messages`, body, { headers: { 'Idempotency-Key': key } });
 }
 
 const get = (p, o) => request('GET', p, undefined, o);
@@ -128,7 +155,7 @@ export const api = {
     if (turns && Object.keys(turns).length) body.turns = turns;
     if (thread) body.thread = thread;
     if (files && files.length) body.files = files;
-    return post(`/rooms/${enc(room)}/messages`, body);
+    return postMessage(room, body);
   },
   editMessage: (room, id, text) => patch(`/rooms/${enc(room)}/messages/${id}`, { text }).then((d) => d.message),
   deleteMessage: (room, id) => del(`/rooms/${enc(room)}/messages/${id}`),

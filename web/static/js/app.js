@@ -1,6 +1,6 @@
 // app.js — start-up, routing (#/r/<room>) and the live event dispatch.
 
-import { api, setUnauthenticatedHandler } from './api.js';
+import { api, setUnauthenticatedHandler, setLive } from './api.js';
 import { h, clear, toast, debounce } from './dom.js';
 import { state, on, emit, logFor, threadLog, mergeReceipt, patchAgent, isDM } from './store.js';
 import { applyChatEvent } from './chatevents.js';
@@ -119,6 +119,7 @@ async function start(me) {
     onUnauthenticated: (why) => sessionLost(endedNotice(why)),
   });
   live.start();
+  setLive(live); // posts go over its socket while it is up
   primeUnread(rooms);
   await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome(), loadUploadLimits(), loadOwner()]);
   primeNotify();
@@ -276,14 +277,19 @@ function endedNotice(why) {
   return `Your session ended: ${text}. Log in again.`;
 }
 
-async function logout() {
+function stopLive() {
   if (live) { live.stop(); live = null; }
+  setLive(null);
+}
+
+async function logout() {
+  stopLive();
   try { await api.logout(); } catch { /* the session is gone either way */ }
   sessionLost('You are logged out.');
 }
 
 function sessionLost(notice) {
-  if (live) { live.stop(); live = null; }
+  stopLive();
   if (!state.me) return;
   state.me = null;
   state.current = null;

@@ -2,12 +2,20 @@
 // any drop with the last position processed (an event id and, since one event
 // may arrive as several items, the item's place n), never hands the same item
 // on twice, backs off between attempts, and shows the #reconnecting banner
-// while down.
+// while down. Once ready it also carries requests (request): a post goes as
+// one frame and is answered by one "reply" frame on the same socket.
 
 import { api } from './api.js';
 
 const MIN_DELAY = 500;
 const MAX_DELAY = 15000;
+// The hub runs at most 8 requests per socket at once, and closes a socket
+// whose frame is over 65 KiB: beyond either, the caller uses HTTP.
+const MAX_PENDING = 8;
+const MAX_FRAME = 60 << 10;
+// The hub answers a request within 30 s on a socket that works; a reply
+// later than this is taken as lost (the socket may be dead without a close).
+const REPLY_WAIT = 35000;
 
 export class Live {
   constructor({ since = 0, onEvent, onReady, onUnauthenticated }) {
@@ -21,6 +29,9 @@ export class Live {
     this.attempt = 0;
     this.timer = null;
     this.everReady = false;
+    this.ready = false; // this.ws has sent its ready frame
+    this.pending = new Map(); // req → {ws, done, timer}
+    this.reqN = 0;
     this.reconnectNow = () => { if (!this.ws && !this.stopped) { clearTimeout(this.timer); this.connect(); } };
     window.addEventListener('online', this.reconnectNow);
     document.addEventListener('visibilitychange', () => { if (!document.hidden) this.reconnectNow(); });
@@ -41,8 +52,10 @@ export class Live {
     this.ws = ws;
     ws.onmessage = (e) => this.handle(e.data);
     ws.onclose = (e) => {
+      this.unanswered(ws);
       if (this.ws !== ws) return;
       this.ws = null;
+      this.ready = false;
       if (this.stopped) return;
       banner(true);
       // 4001: the session or token ended (logged out, revoked, password
@@ -73,9 +86,12 @@ export class Live {
   handle(raw) {
     let ev;
     try { ev = JSON.parse(raw); } catch { return; }
+    // A reply answers a request; it is no event of the feed (no id).
+    if (ev.type === 'reply') { this.answer(ev); return; }
     if (ev.type === 'ready') {
       if (typeof ev.id === 'number' && this.before(ev.id, ev.n ?? 0)) { this.lastId = ev.id; this.lastN = ev.n ?? 0; }
       this.attempt = 0;
+      this.ready = !!this.ws;
       banner(false);
       const first = !this.everReady;
       this.everReady = true;
@@ -97,11 +113,48 @@ export class Live {
     return this.lastN !== null && n > this.lastN;
   }
 
+  // request sends body (an object with its type, "post") as one frame and
+  // resolves with the hub's reply {status, data?, error?}, or with null
+  // when the socket did not answer: not ready, MAX_PENDING under way, the
+  // frame too large, or closed (or silent for REPLY_WAIT) before the
+  // reply. A request that got null may have been carried out: send it
+  // again only with the same idempotency key.
+  request(body) {
+    const ws = this.ws;
+    if (!ws || !this.ready || ws.readyState !== WebSocket.OPEN || this.pending.size >= MAX_PENDING) return Promise.resolve(null);
+    const req = `r${++this.reqN}`;
+    const frame = JSON.stringify({ ...body, req });
+    if (frame.length * 3 > MAX_FRAME && new TextEncoder().encode(frame).length > MAX_FRAME) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const p = { ws, done: resolve, timer: setTimeout(() => this.settle(req, null), REPLY_WAIT) };
+      this.pending.set(req, p);
+      try { ws.send(frame); } catch { this.settle(req, null); }
+    });
+  }
+
+  answer(ev) {
+    if (typeof ev.req === 'string') this.settle(ev.req, { status: ev.status, data: ev.data, error: ev.error });
+  }
+
+  settle(req, reply) {
+    const p = this.pending.get(req);
+    if (!p) return;
+    this.pending.delete(req);
+    clearTimeout(p.timer);
+    p.done(reply);
+  }
+
+  // unanswered settles, with null, every request still waiting on ws.
+  unanswered(ws) {
+    for (const [req, p] of this.pending) if (p.ws === ws) this.settle(req, null);
+  }
+
   stop() {
     this.stopped = true;
     clearTimeout(this.timer);
     window.removeEventListener('online', this.reconnectNow);
-    if (this.ws) { const ws = this.ws; this.ws = null; ws.close(1000, 'bye'); }
+    this.ready = false;
+    if (this.ws) { const ws = this.ws; this.ws = null; ws.close(1000, 'bye'); this.unanswered(ws); }
     banner(false);
   }
 }
