@@ -38,8 +38,8 @@ type enrollCode struct {
 }
 
 // NewEnrollCode makes a fresh enrollment code (any earlier one stops
-// working) and returns it, formatted for people, with its expiry; the
-// bridge's terminal is told that one was made, not what it is.
+// working), prints it on the bridge's terminal and returns it, formatted
+// for people, with its expiry.
 func (b *Bridge) NewEnrollCode() (string, time.Time) {
 	code := authz.NewEnrollCode()
 	key := authz.EnrollKey(code, b.cfg.Creds.BridgeID)
@@ -47,10 +47,10 @@ func (b *Bridge) NewEnrollCode() (string, time.Time) {
 	b.enroll.mu.Lock()
 	b.enroll.code, b.enroll.key, b.enroll.expires, b.enroll.tries = code, key, exp, 0
 	b.enroll.mu.Unlock()
-	// The caller shows the code (the CLI that asked, or up's summary);
-	// the bridge's own log only says one exists, never the secret itself.
-	b.printf("a device enrollment code for @%s was made; it works once, until %s", b.cfg.Creds.Owner, exp.Local().Format("15:04:05"))
-	return authz.ShowEnrollCode(code), exp
+	shown := authz.ShowEnrollCode(code)
+	b.printf("device enrollment code for @%s: %s — enter it in the browser (your name → Devices → Enroll this device); it works once, until %s",
+		b.cfg.Creds.Owner, shown, exp.Local().Format("15:04:05"))
+	return shown, exp
 }
 
 // Devices lists the owner devices this bridge trusts.
