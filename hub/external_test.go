@@ -40,4 +40,22 @@ func TestTwoHubNodes(t *testing.T) {
 		r := adminA.Must(200, "GET", "/api/v1/rooms/shared/messages", nil)
 		return len(r.Body["messages"].([]any)) == 3
 	})
+
+	// A post sent over node A's socket whose reply was lost, sent again
+	// over HTTP to node B with the same key (a client that reconnected to
+	// the other node): one message, the first answer.
+	sa := adminA.Events(0, false)
+	sa.Ready()
+	rep := sa.Request(map[string]any{"type": "post", "req": "x", "room": "shared", "text": "sent once", "key": "across-nodes"})
+	if rep.Status != 201 {
+		t.Fatalf("reply %+v", rep)
+	}
+	id := messageID(t, rep.Data)
+	r := adminB.DoWith("POST", "/api/v1/rooms/shared/messages", map[string]string{"text": "sent once"}, map[string]string{"Idempotency-Key": "across-nodes"})
+	if r.Status != 201 || messageID(t, r.Raw) != id {
+		t.Fatalf("node B answered the retry %d %s, want message %d", r.Status, r.Raw, id)
+	}
+	if n := len(adminB.Must(200, "GET", "/api/v1/rooms/shared/messages", nil).Body["messages"].([]any)); n != 4 {
+		t.Fatalf("%d messages after a post and its retry on the other node, want 4", n)
+	}
 }
