@@ -253,3 +253,70 @@ func TestRefusedKindsCountedByName(t *testing.T) {
 		t.Errorf("an unknown kind was not counted as unknown (%v → %v)", before, n)
 	}
 }
+
+// TestSecondBridgeHeartbeatChangesNothing: a second bridge of the same
+// owner (hostile, or only confused) heartbeats the first bridge's agent as
+// working on a turn of its own, and a bridge of another person names an
+// agent of the same name: the agent's recorded status stays as it was and
+// nothing is appended for it.
+func TestSecondBridgeHeartbeatChangesNothing(t *testing.T) {
+	env := newBridgeEnv(t)
+	ctx := t.Context()
+	rs := env.h.rooms
+	alice, err := rs.UserByName(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := rs.CreateUser(ctx, alice, "bob", "", "bob's long password", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair := func(owner *chat.User, name string) string {
+		tok, _, err := rs.CreatePairingToken(ctx, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp, _ := nkeys.CreateUser()
+		pub, _ := kp.PublicKey()
+		b, err := rs.Pair(ctx, tok, pub, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.ID
+	}
+	second, bobs := pair(alice, "second"), pair(bob, "bobs")
+	before, err := rs.AgentByHandle(ctx, "alice/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := rs.Log.Stream().Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := wire.Heartbeat{At: time.Now(), Agents: []wire.AgentInfo{
+		{Name: "demo", Status: wire.AgentWorking, TurnID: "forged-turn", TurnRoom: "dev", SteeredBy: []string{"bob"}}}}
+	raw, _ := json.Marshal(hb)
+	if !wireValid(wire.KindHeartbeat, raw, rs.Now()) {
+		t.Fatalf("the claim is not even wire-valid: %s", raw)
+	}
+	env.h.link.applyHeartbeat(second, hb)
+	env.h.link.applyHeartbeat(bobs, hb)
+
+	after, err := rs.AgentByHandle(ctx, "alice/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Status != before.Status || after.TurnID != before.TurnID || after.Bridge != env.bridge {
+		t.Fatalf("alice/demo after the claims: %s %q on %s (before: %s %q on %s)", after.Status, after.TurnID, after.Bridge, before.Status, before.TurnID, before.Bridge)
+	}
+	if _, err := rs.AgentByHandle(ctx, "bob/demo"); err == nil {
+		t.Fatal("bob's bridge made an agent bob/demo by heartbeat")
+	}
+	now, err := rs.Log.Stream().Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.State.LastSeq != info.State.LastSeq {
+		t.Fatalf("the claims appended %d events", now.State.LastSeq-info.State.LastSeq)
+	}
+}
