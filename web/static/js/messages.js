@@ -86,7 +86,7 @@ export async function jumpTo(name, id) {
   for (;;) {
     const log = logFor(name);
     if (log.byId.has(id) || room !== name || Date.now() >= deadline) break;
-    if (log.loading) { await new Promise((r) => setTimeout(r, 50)); continue; }
+    if (log.loading) { await log.loading; continue; } // the page being read
     if (!log.loaded) { await loadLatest(name); continue; }
     if (id > log.newest && !log.detached) break; // not in the channel (a reply)
     if (id > log.newest || (id < log.oldest && !log.reachedStart && pages >= BACK_PAGES)) {
@@ -107,11 +107,14 @@ export async function jumpTo(name, id) {
   return true;
 }
 
-// fetchPage reads a page of a room's messages, the log loading meanwhile.
+// fetchPage reads a page of a room's messages. Meanwhile log.loading is a
+// promise that settles (never rejects) when the read ends: whoever needs
+// the log loaded waits on it.
 async function fetchPage(log, name, query) {
-  log.loading = true;
+  const reading = api.messages(name, query);
+  log.loading = reading.then(() => {}, () => {});
   try {
-    return await api.messages(name, query);
+    return await reading;
   } finally {
     log.loading = false;
   }

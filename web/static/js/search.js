@@ -6,7 +6,7 @@
 
 import { api } from './api.js';
 import { h, clear, icon, avatar, fmtFull, fmtDay, fmtTime, debounce } from './dom.js';
-import { state, roomLabel, isDM } from './store.js';
+import { state, roomLabel, isDM, next } from './store.js';
 import { actions } from './actions.js';
 import { openDialog } from './dialog.js';
 import { jumpTo } from './messages.js';
@@ -110,8 +110,10 @@ function resultEl(r, dlg) {
 // show opens the message's room (or thread) at the message.
 async function show(m) {
   if (state.current !== m.room) {
+    const opened = next('current', 5000);
     actions.go(m.room);
-    for (let i = 0; i < 100 && state.current !== m.room; i++) await new Promise((r) => setTimeout(r, 50));
+    await opened;
+    if (state.current !== m.room) return; // it did not open (left meanwhile): the page says why
   }
   if (m.thread) await openThread(m.room, m.thread, { highlight: m.id });
   else await jumpTo(m.room, m.id);

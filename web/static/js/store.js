@@ -26,6 +26,14 @@ export function on(type, fn) {
 export function emit(type, detail) {
   bus.dispatchEvent(new CustomEvent(type, { detail }));
 }
+// next resolves with the next event of type (or with null after ms).
+export function next(type, ms) {
+  return new Promise((resolve) => {
+    const fn = (e) => { clearTimeout(timer); resolve(e.detail || {}); };
+    const timer = setTimeout(() => { bus.removeEventListener(type, fn); resolve(null); }, ms);
+    bus.addEventListener(type, fn, { once: true });
+  });
+}
 
 // RoomLog holds one room's loaded messages, ordered by id.
 export class RoomLog {
@@ -40,7 +48,7 @@ export class RoomLog {
     // newest such id), the view offers the latest instead.
     this.detached = false;
     this.skipped = 0;
-    this.loading = false;
+    this.loading = false;      // or, while a page is read, a promise that settles when it is
   }
   // add returns true if the message is new to this log (or, detached, newer
   // than it and not kept).
