@@ -176,6 +176,16 @@ func (s *suite) approval(t *testing.T) {
 	if n := ranTimes(t, s.alice, "dev", "delete_file old.log"); n != 1 {
 		t.Fatalf("the approved call ran %d times", n)
 	}
+	// Another approval arriving in the room leaves the decided card as it
+	// was: the same element, its fold still open.
+	eval[bool](t, b, fmt.Sprintf(`(() => { const c = document.querySelector(%s); c.__kept = true; c.querySelector('details').open = true; return true; })()`, js(decided)))
+	evalAwait[bool](t, b, `import('/js/approvals.js').then((m) => { m.upsertApproval({id: 'a-tray-test', agent: 'alice/demo', owner: 'alice', room: 'dev', tool: 'shell', status: 'denied', at: new Date().toISOString(), summary: 'x'}); return true; })`)
+	b.visible(t, `#approval-tray .approval-card[data-id="a-tray-test"]`)
+	if !eval[bool](t, b, fmt.Sprintf(`(() => { const c = document.querySelector(%s); return !!c.__kept && c.querySelector('details').open; })()`, js(decided))) {
+		t.Fatal("another approval rebuilt the decided card (its fold closed)")
+	}
+	evalAwait[bool](t, b, `import('/js/store.js').then((m) => { m.state.approvals.delete('a-tray-test'); m.emit('approvals'); return true; })`)
+	b.gone(t, `#approval-tray .approval-card[data-id="a-tray-test"]`)
 	a.waitIdle(t)
 	for _, p := range []*page{a, b} {
 		p.closeThread(t)

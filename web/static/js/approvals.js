@@ -11,6 +11,8 @@ import { sign, NoDeviceError, SIGNATURE_REASONS } from './signing.js';
 import { enrollPrompt } from './devices.js';
 
 const dismissed = new Set();
+// cards holds each approval's card in the tray, with the approval it shows.
+const cards = new Map(); // id → {a, compact, el}
 
 export function initApprovals() {
   on('approvals', renderTray);
@@ -225,12 +227,28 @@ function renderTray() {
   const list = [...state.approvals.values()]
     .filter((a) => a.room === room && !dismissed.has(a.id))
     .sort((x, y) => (y.status === 'pending') - (x.status === 'pending') || new Date(x.at) - new Date(y.at));
-  clear(tray);
   tray.hidden = !list.length;
-  if (!list.length) return;
   const pending = list.filter((a) => a.status === 'pending').length;
-  tray.append(h('p', { class: 'tray-head' }, pending ? `${pending} approval${pending === 1 ? '' : 's'} pending` : 'Recent approvals'));
-  for (const a of list) tray.append(approvalCard(a, { compact: !(a.status === 'pending' && a.owner === state.me?.name) }));
+  const head = h('p', { class: 'tray-head' }, pending ? `${pending} approval${pending === 1 ? '' : 's'} pending` : 'Recent approvals');
+  // A card is built again only when its approval changed (upsertApproval
+  // stores a new object): another approval arriving leaves an open fold,
+  // a decision's error and the focus of the rest where they were.
+  const fresh = list.map((a) => {
+    const compact = !(a.status === 'pending' && a.owner === state.me?.name);
+    const c = cards.get(a.id);
+    if (c && c.a === a && c.compact === compact) return c.el;
+    const el = approvalCard(a, { compact });
+    cards.set(a.id, { a, compact, el });
+    return el;
+  });
+  for (const id of cards.keys()) if (!state.approvals.has(id) || dismissed.has(id)) cards.delete(id);
+  if (!list.length) { clear(tray); return; }
+  const now = [...tray.children].slice(1);
+  if (now.length === fresh.length && now.every((el, i) => el === fresh[i])) {
+    tray.firstElementChild.replaceWith(head); // the same cards in the same order: moved, they would lose focus
+  } else {
+    tray.replaceChildren(head, ...fresh);
+  }
 }
 
 export function isDismissed(id) { return dismissed.has(id); }
