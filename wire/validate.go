@@ -411,9 +411,6 @@ func (u *ApprovalUpdate) Validate() error {
 	if err := checkOpt("by", u.By, nameRE); err != nil {
 		return err
 	}
-	if err := checkOpt("device", u.Device, deviceIDRE); err != nil {
-		return err
-	}
 	if u.PayloadHash != "" && !hashRE.MatchString(u.PayloadHash) {
 		return invalid("payload hash must be 64 lower-case hex digits")
 	}

@@ -455,9 +455,9 @@ type ApprovalUpdate struct {
 	By          string `json:"by,omitempty"`
 	PayloadHash string `json:"payloadHash,omitempty"`
 	Reason      string `json:"reason,omitempty"`
-	// Device is the owner device whose signed decision the bridge accepted
-	// ("" for a decision made on the bridge machine).
-	Device string `json:"device,omitempty"`
+	// No device: an update the bridge sends is a decision made on its own
+	// machine (or none); a device's signed decision reaches the hub with
+	// the device named in it (chat.ApprovalDecided).
 }
 
 // Approval states.
