@@ -46,15 +46,7 @@ func TestTwoHubNodes(t *testing.T) {
 	// the other node): one message, the first answer.
 	sa := adminA.Events(0, false)
 	sa.Ready()
-	rep := sa.Request(map[string]any{"type": "post", "req": "x", "room": "shared", "text": "sent once", "key": "across-nodes"})
-	if rep.Status != 201 {
-		t.Fatalf("reply %+v", rep)
-	}
-	id := messageID(t, rep.Data)
-	r := adminB.DoWith("POST", "/api/v1/rooms/shared/messages", map[string]string{"text": "sent once"}, map[string]string{"Idempotency-Key": "across-nodes"})
-	if r.Status != 201 || messageID(t, r.Raw) != id {
-		t.Fatalf("node B answered the retry %d %s, want message %d", r.Status, r.Raw, id)
-	}
+	postThenRetry(t, sa, adminB, "shared", "sent once", "across-nodes")
 	if n := len(adminB.Must(200, "GET", "/api/v1/rooms/shared/messages", nil).Body["messages"].([]any)); n != 4 {
 		t.Fatalf("%d messages after a post and its retry on the other node, want 4", n)
 	}

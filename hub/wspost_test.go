@@ -30,6 +30,23 @@ func messageID(t *testing.T, data []byte) int64 {
 	return out.Message.ID
 }
 
+// postThenRetry posts text over the socket s with an idempotency key, then
+// again over HTTP as c with the same key (the reply lost with its socket),
+// and checks that both answers are the same message, whose id it returns.
+func postThenRetry(t *testing.T, s *testhub.Stream, c *testhub.Client, room, text, key string) int64 {
+	t.Helper()
+	rep := s.Request(map[string]any{"type": "post", "req": key, "room": room, "text": text, "key": key})
+	if rep.Status != 201 {
+		t.Fatalf("reply %+v", rep)
+	}
+	id := messageID(t, rep.Data)
+	r := c.DoWith("POST", "/api/v1/rooms/"+room+"/messages", map[string]string{"text": text}, map[string]string{"Idempotency-Key": key})
+	if r.Status != 201 || messageID(t, r.Raw) != id {
+		t.Fatalf("the retry over HTTP answered %d %s, want message %d", r.Status, r.Raw, id)
+	}
+	return id
+}
+
 func TestPostOverTheEventsSocket(t *testing.T) {
 	h := testhub.Start(t, testhub.Options{})
 	admin := h.Setup("root", "correct horse")
@@ -111,17 +128,9 @@ func TestPostOverTheEventsSocket(t *testing.T) {
 	})
 
 	t.Run("RetryOverHTTPGetsTheFirstAnswer", func(t *testing.T) {
-		rep := s.Request(map[string]any{"type": "post", "req": "k1", "room": "r", "text": "once only", "key": "retry-1"})
-		if rep.Status != 201 {
-			t.Fatalf("reply %+v", rep)
-		}
-		id := messageID(t, rep.Data)
 		// The socket dropped before the reply, say: the client posts the
 		// same message again over HTTP with the same key.
-		r := bob.DoWith("POST", "/api/v1/rooms/r/messages", map[string]string{"text": "once only"}, map[string]string{"Idempotency-Key": "retry-1"})
-		if r.Status != 201 || messageID(t, r.Raw) != id {
-			t.Fatalf("the retry answered %d %s, want message %d", r.Status, r.Raw, id)
-		}
+		id := postThenRetry(t, s, bob, "r", "once only", "retry-1")
 		// And the other way round: a second socket post with the key.
 		rep2 := s.Request(map[string]any{"type": "post", "req": "k2", "room": "r", "text": "once only", "key": "retry-1"})
 		if rep2.Status != 201 || messageID(t, rep2.Data) != id {
