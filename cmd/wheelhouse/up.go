@@ -42,9 +42,11 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "The demo agent @%s/demo is in #general: try \"@%s/demo list the files\". Data: %s — stop with Ctrl-C.\n", u.Admin, u.Admin, cfg.DataDir)
 	if len(u.Bridge.Devices()) == 0 {
-		code, exp := u.Bridge.NewEnrollCode()
-		fmt.Fprintf(stdout, "To approve from your browser, enroll it once: log in, open your name → Devices → Enroll this device, and type %s (until %s; wheelhouse bridge devices add shows a new one).\n",
-			code, exp.Local().Format("15:04"))
+		// The bridge prints the code on this terminal as it makes it (its
+		// "device enrollment code" line just above): said once.
+		_, exp := u.Bridge.NewEnrollCode()
+		fmt.Fprintf(stdout, "To approve from your browser, enroll it once: log in, open your name → Devices → Enroll this device, and type the enrollment code printed just above (until %s; wheelhouse bridge devices add shows a new one).\n",
+			exp.Local().Format("15:04"))
 	}
 	if u.DefaultSocket {
 		fmt.Fprintf(stdout, "Answer its approval requests here too: wheelhouse approvals, wheelhouse approve ID --hash HEX, wheelhouse deny ID.\n\n")

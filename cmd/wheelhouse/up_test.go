@@ -17,7 +17,8 @@ func TestUp(t *testing.T) {
 	pw := p.expect(t, `^Log in as "admin" with password (\S+)`)[1]
 	// The first run shows, in the same terminal, the code that enrolls
 	// the owner's browser.
-	code := p.expect(t, `^To approve from your browser, enroll it once: .* type ([0-9A-Z]{5}-[0-9A-Z]{5}) \(until`)[1]
+	code := p.expect(t, `device enrollment code for @admin: ([0-9A-Z]{5}-[0-9A-Z]{5}) `)[1]
+	p.expect(t, `^To approve from your browser, enroll it once: .* type the enrollment code printed just above \(until`)
 	p.expect(t, `^Answer its approval requests here too: wheelhouse approvals`)
 	admin := testhub.NewClient(t, url)
 	admin.Must(201, "POST", "/api/v1/sessions", map[string]string{"name": "admin", "password": pw})
