@@ -96,6 +96,7 @@ func TestPostOverTheEventsSocket(t *testing.T) {
 		}{
 			{"malformed JSON", []byte(`{"type":"post","req":`), "", "invalid", "malformed JSON"},
 			{"two objects", []byte(`{"type":"post","req":"x2","room":"r","text":"a"} {}`), "x2", "invalid", "exactly one JSON object"},
+			{"trailing bracket", []byte(`{"type":"post","req":"x2b","room":"r","text":"a"}]`), "x2b", "invalid", "exactly one JSON object"},
 			{"unknown field", map[string]any{"type": "post", "req": "x3", "room": "r", "text": "a", "admin": true}, "x3", "invalid", "admin"},
 			{"unknown type", map[string]any{"type": "delete", "req": "x4"}, "x4", "invalid", "unknown request type"},
 			{"no room", map[string]any{"type": "post", "req": "x5", "text": "a"}, "x5", "invalid", "room is required"},

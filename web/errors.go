@@ -48,18 +48,26 @@ type ErrorBody struct {
 }
 
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	b := errorBody(log, err, "method", r.Method, "path", r.URL.Path)
+	writeJSON(w, HTTPStatus(b.Error.Code), b)
+}
+
+// errorBody is the answer to a failed request (over HTTP or the events
+// socket); an internal failure is logged, and so is a write the hub
+// cannot take now, with where it came from.
+func errorBody(log *slog.Logger, err error, where ...any) ErrorBody {
 	code := wh.ErrorCode(err)
 	switch code {
 	case wh.EInternal:
-		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		log.Error("request failed", append(where, "err", err)...)
 	case wh.EUnavailable, wh.EStorageFull:
-		log.Warn("request refused: the hub cannot take writes now", "method", r.Method, "path", r.URL.Path, "err", err)
+		log.Warn("request refused: the hub cannot take writes now", append(where, "err", err)...)
 	}
 	var b ErrorBody
 	b.Error.Code = code
 	b.Error.Message = wh.ErrorMessage(err)
 	b.Error.Reason = wh.ErrorReason(err)
-	writeJSON(w, HTTPStatus(code), b)
+	return b
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -82,7 +90,13 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 		return wh.Errorf(wh.EInvalid, "send a JSON body with Content-Type: application/json (got %q)", ct)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	dec := json.NewDecoder(r.Body)
+	return decodeOne(r.Body, v)
+}
+
+// decodeOne reads exactly one JSON object from rd into v (an HTTP body or
+// a socket's request frame), with decode's refusals and errors.
+func decodeOne(rd io.Reader, v any) error {
+	dec := json.NewDecoder(rd)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)

@@ -95,21 +95,12 @@ func (s *Server) request(c *wsConn, typ websocket.MessageType, frame []byte) {
 	}()
 }
 
-// decodeFrame reads exactly one JSON object, refusing unknown fields,
-// with the errors the HTTP API gives for a bad body.
+// decodeFrame reads a request frame as decode reads an HTTP body.
 func decodeFrame(typ websocket.MessageType, frame []byte, v any) error {
 	if typ != websocket.MessageText {
 		return wh.Errorf(wh.EInvalid, "send requests as JSON text frames")
 	}
-	dec := json.NewDecoder(bytes.NewReader(frame))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
-	}
-	if dec.More() {
-		return wh.Errorf(wh.EInvalid, "a frame must hold exactly one JSON object")
-	}
-	return nil
+	return decodeOne(bytes.NewReader(frame), v)
 }
 
 // wsPost is POST /rooms/{room}/messages for the socket's user.
@@ -148,15 +139,8 @@ func postPath(roomName string) string {
 func (s *Server) reply(c *wsConn, req string, data any, err error) {
 	r := wsReply{Type: "reply", Req: req, Status: 201, Data: data}
 	if err != nil {
-		code := wh.ErrorCode(err)
-		if code == wh.EInternal {
-			s.log.Error("socket request failed", "err", err)
-		}
-		var b ErrorBody
-		b.Error.Code = code
-		b.Error.Message = wh.ErrorMessage(err)
-		b.Error.Reason = wh.ErrorReason(err)
-		r.Status, r.Data, r.Error = HTTPStatus(code), nil, b.Error
+		b := errorBody(s.log, err, "over", "the events socket", "user", c.userID)
+		r.Status, r.Data, r.Error = HTTPStatus(b.Error.Code), nil, b.Error
 	}
 	body, merr := json.Marshal(r)
 	if merr != nil {
