@@ -199,21 +199,29 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, u *chat.Use
 	return nil
 }
 
+// postBody is a post's body: of POST /rooms/{room}/messages, and of a
+// "post" frame on the events socket.
+type postBody struct {
+	Text string `json:"text"`
+	// Turns names, per agent handle, the turn the sender saw running: a
+	// steer meant for it never lands in another turn.
+	Turns map[string]string `json:"turns"`
+	// Thread: reply under this message.
+	Thread int64 `json:"thread"`
+	// Files: ids of files the sender uploaded to the room.
+	Files []string `json:"files"`
+}
+
+func (b *postBody) input() room.PostInput {
+	return room.PostInput{Text: b.Text, Turns: b.Turns, Thread: b.Thread, Files: b.Files}
+}
+
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *chat.User) error {
-	var in struct {
-		Text string `json:"text"`
-		// Turns names, per agent handle, the turn the sender saw running: a
-		// steer meant for it never lands in another turn.
-		Turns map[string]string `json:"turns"`
-		// Thread: reply under this message.
-		Thread int64 `json:"thread"`
-		// Files: ids of files the sender uploaded to the room.
-		Files []string `json:"files"`
-	}
+	var in postBody
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	out, err := s.post(r.Context(), u, r.PathValue("room"), room.PostInput{Text: in.Text, Turns: in.Turns, Thread: in.Thread, Files: in.Files})
+	out, err := s.post(r.Context(), u, r.PathValue("room"), in.input())
 	if err != nil {
 		return err
 	}

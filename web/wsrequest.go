@@ -39,14 +39,11 @@ const (
 // wsRequest is a request frame: the fields of the HTTP post's body, and
 // the routing the HTTP request carries in its path and headers.
 type wsRequest struct {
-	Type   string            `json:"type"`
-	Req    string            `json:"req"`
-	Room   string            `json:"room"`
-	Key    string            `json:"key"`
-	Text   string            `json:"text"`
-	Turns  map[string]string `json:"turns"`
-	Thread int64             `json:"thread"`
-	Files  []string          `json:"files"`
+	Type string `json:"type"`
+	Req  string `json:"req"`
+	Room string `json:"room"`
+	Key  string `json:"key"`
+	postBody
 }
 
 // wsReply is a reply frame: status is the HTTP status the same request
@@ -125,7 +122,7 @@ func (s *Server) wsPost(c *wsConn, in *wsRequest) (any, error) {
 			return nil, err
 		}
 	}
-	return s.post(ctx, u, in.Room, room.PostInput{Text: in.Text, Turns: in.Turns, Thread: in.Thread, Files: in.Files})
+	return s.post(ctx, u, in.Room, in.input())
 }
 
 // postPath is the path of the HTTP post to a room, as the server sees it
