@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -260,4 +261,52 @@ func FuzzSocketRequest(f *testing.F) {
 			t.Fatalf("a refused post (%+v) stored a message", rep)
 		}
 	})
+}
+
+// TestSocketOpenedCrossSiteOnlyReads: a page of another site of the same
+// host (Sec-Fetch-Site: same-site; the socket's own origin check compares
+// hosts only) opens the events socket with the user's cookie. It may read,
+// as before; its posts are refused as the same POST over HTTP is.
+func TestSocketOpenedCrossSiteOnlyReads(t *testing.T) {
+	h := testhub.Start(t, testhub.Options{})
+	admin := h.Setup("root", "correct horse")
+	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "r"})
+	hd := http.Header{}
+	hd.Set("Origin", h.URL())
+	hd.Set("Sec-Fetch-Site", "same-site")
+	if r := admin.DoWith("POST", "/api/v1/rooms/r/messages", map[string]string{"text": "over HTTP"}, map[string]string{"Origin": h.URL(), "Sec-Fetch-Site": "same-site"}); r.Status != 403 {
+		t.Fatalf("the same post over HTTP answered %d, want 403", r.Status)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, strings.Replace(h.URL(), "http", "ws", 1)+"/api/v1/events", &websocket.DialOptions{HTTPClient: admin.HTTP, HTTPHeader: hd})
+	if err != nil {
+		t.Fatalf("the socket itself is refused: %v", err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(1 << 20)
+	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"post","req":"x","room":"r","text":"over the socket"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatalf("no reply: %v", err)
+		}
+		var e testhub.Event
+		json.Unmarshal(b, &e)
+		if e.Type == "message" {
+			t.Fatalf("a cross-site socket posted: %s", b)
+		}
+		if e.Type != "reply" {
+			continue
+		}
+		if e.Status != 403 || e.Error == nil || e.Error.Code != "forbidden" || !strings.Contains(e.Error.Message, "cross-origin") {
+			t.Fatalf("reply %s, want 403 forbidden: cross-origin", b)
+		}
+		break
+	}
+	if ms := testhub.AsList(admin.Must(200, "GET", "/api/v1/rooms/r/messages", nil).Body["messages"]); len(ms) != 0 {
+		t.Fatalf("stored %v", ms)
+	}
 }

@@ -94,6 +94,9 @@ type wsConn struct {
 	ping   atomic.Pointer[time.Timer]
 	// inflight counts the requests this socket has under way.
 	inflight atomic.Int32
+	// writable: the upgrade passed the checks an HTTP change must pass, so
+	// the socket's requests may change things (Server.mayChange).
+	writable bool
 	// The position sent, owned by whoever writes: the handler during the
 	// backlog, then one writer at a time.
 	last    uint64
@@ -184,7 +187,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) er
 	ctx, cancel := context.WithCancelCause(context.Background())
 	secret, _ := secretFrom(r)
 	c := &wsConn{userID: u.ID, cred: room.HashSecret(secret), ws: ws, cork: netcork.From(r.Context()), q: newOutQueue(s.cfg.QueueBytes, s.cfg.QueueSize),
-		ctx: ctx, cancel: cancel, last: uint64(since), lastIdx: int(min(sinceIdx, 1<<30))}
+		ctx: ctx, cancel: cancel, last: uint64(since), lastIdx: int(min(sinceIdx, 1<<30)), writable: s.mayChange(r)}
 
 	s.mu.Lock()
 	s.conns[c] = struct{}{}

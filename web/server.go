@@ -68,6 +68,21 @@ type Server struct {
 	conns   map[*wsConn]struct{}
 	closing bool           // no new socket requests
 	reqs    sync.WaitGroup // socket requests under way
+	// cop refuses cross-origin changes: HTTP requests, and the requests of
+	// a socket opened cross-origin.
+	cop *http.CrossOriginProtection
+}
+
+var errCrossOrigin = wh.Errorf(wh.EForbidden, "cross-origin request refused: use the Wheelhouse page itself, or an API token")
+
+// mayChange reports whether r's client may make changes: a change sent the
+// way r came would pass the cross-origin protection. A socket whose
+// upgrade would not (another site, or an origin allowed only to read the
+// live events) reads, and has its requests refused.
+func (s *Server) mayChange(r *http.Request) bool {
+	post := r.Clone(r.Context())
+	post.Method = http.MethodPost
+	return s.cop.Check(post) == nil
 }
 
 // New builds the server; call Publish from the room log's feed.
@@ -283,11 +298,11 @@ func (s *Server) routes() http.Handler {
 	}))
 	mux.Handle("/", staticHandler())
 
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, wh.Errorf(wh.EForbidden, "cross-origin request refused: use the Wheelhouse page itself, or an API token"))
+	s.cop = http.NewCrossOriginProtection()
+	s.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, errCrossOrigin)
 	}))
-	return s.metrics.instrument(securityHeaders(cop.Handler(mux)))
+	return s.metrics.instrument(securityHeaders(s.cop.Handler(mux)))
 }
 
 // readyReason is the reason code /readyz shows: a failure's own code when

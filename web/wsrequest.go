@@ -104,6 +104,9 @@ func decodeFrame(typ websocket.MessageType, frame []byte, v any) error {
 func (s *Server) wsPost(c *wsConn, in *wsRequest) (any, error) {
 	// A change, once asked for, is carried out whether or not the socket
 	// stays to hear the answer.
+	if !c.writable {
+		return nil, errCrossOrigin
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	// The credential is checked again for every request: one that ended
@@ -113,7 +116,7 @@ func (s *Server) wsPost(c *wsConn, in *wsRequest) (any, error) {
 		return nil, err
 	}
 	if in.Room == "" {
-		return nil, wh.Errorf(wh.EInvalid, "room is required: the room's name or id")
+		return nil, wh.Errorf(wh.EInvalid, "room is required: the room's name")
 	}
 	if in.Key != "" {
 		// The HTTP post's key: a retry of it over either path gets the
