@@ -104,17 +104,38 @@ func TestPostOverTheEventsSocket(t *testing.T) {
 			{"unknown room", map[string]any{"type": "post", "req": "x6", "room": "nowhere", "text": "a"}, "x6", "not_found", ""},
 			{"not a member", map[string]any{"type": "post", "req": "x7", "room": "inner", "text": "a"}, "x7", "", ""},
 			{"empty text", map[string]any{"type": "post", "req": "x8", "room": "r", "text": "  "}, "x8", "invalid", ""},
-			{"long req", map[string]any{"type": "post", "req": strings.Repeat("q", 65), "room": "r", "text": "a"}, strings.Repeat("q", 65), "invalid", "req is at most"},
+			{"long req", map[string]any{"type": "post", "req": strings.Repeat("q", 65), "room": "r", "text": "a"}, "", "invalid", "req is at most"},
+			{"long type", []byte(`{"type":"` + strings.Repeat("<", 60<<10) + `","req":"x10"}`), "x10", "invalid", "unknown request type"},
 			{"idempotency key not a key", map[string]any{"type": "post", "req": "x9", "room": "r", "text": "a", "key": strings.Repeat("k", 500)}, "x9", "invalid", ""},
 		} {
-			// A frame too broken to read its req is answered without one.
+			// A frame too broken to read its req (or with one too long) is
+			// answered without one: the newest such reply is its.
+			unnamed := func() []testhub.Event {
+				var out []testhub.Event
+				for _, e := range s.Events() {
+					if e.Type == "reply" && e.Req == "" {
+						out = append(out, e)
+					}
+				}
+				return out
+			}
+			before := len(unnamed())
 			s.Send(c.frame)
-			rep := s.Reply(c.req)
+			var rep testhub.Event
+			if c.req != "" {
+				rep = s.Reply(c.req)
+			} else {
+				testhub.WaitFor(t, 10*time.Second, "the reply to "+c.name, func() bool { return len(unnamed()) > before })
+				rep = unnamed()[before]
+			}
 			if rep.Status < 400 || rep.Error == nil {
 				t.Fatalf("%s: reply %+v, want an error", c.name, rep)
 			}
 			if c.code != "" && rep.Error.Code != c.code {
 				t.Fatalf("%s: code %q, want %q (%s)", c.name, rep.Error.Code, c.code, rep.Error.Message)
+			}
+			if len(rep.Error.Message) > 512 {
+				t.Fatalf("%s: a %d-byte error message for a %d-byte frame", c.name, len(rep.Error.Message), len(fmt.Sprint(c.frame)))
 			}
 			if !strings.Contains(rep.Error.Message, c.in) {
 				t.Fatalf("%s: message %q does not say %q", c.name, rep.Error.Message, c.in)

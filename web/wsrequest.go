@@ -62,11 +62,15 @@ type wsReply struct {
 func (s *Server) request(c *wsConn, typ websocket.MessageType, frame []byte) {
 	var in wsRequest
 	err := decodeFrame(typ, frame, &in)
-	if err == nil && len(in.Req) > wsReqIDMax {
-		err = wh.Errorf(wh.EInvalid, "req is at most %d bytes", wsReqIDMax)
+	if len(in.Req) > wsReqIDMax {
+		// Not echoed: a reply is never much larger than its request's id.
+		in.Req = ""
+		if err == nil {
+			err = wh.Errorf(wh.EInvalid, "req is at most %d bytes", wsReqIDMax)
+		}
 	}
 	if err == nil && in.Type != "post" {
-		err = wh.Errorf(wh.EInvalid, "unknown request type %q: the events socket takes \"post\" (everything else is HTTP; see docs/api.md)", in.Type)
+		err = wh.Errorf(wh.EInvalid, "unknown request type %.40q: the events socket takes \"post\" (everything else is HTTP; see docs/api.md)", in.Type)
 	}
 	if err != nil {
 		s.reply(c, in.Req, nil, err)
