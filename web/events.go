@@ -282,5 +282,6 @@ func (s *Server) sendBacklog(ctx context.Context, c *wsConn) error {
 	// The client resumes after this position: every item of event id is
 	// sent (live items of it follow only if they were not in the backlog).
 	c.last, c.lastIdx = last, lastIdx
-	return write([]byte(`{"type":"ready","id":` + strconv.FormatUint(last, 10) + `,"n":` + strconv.Itoa(lastIdx) + `}`))
+	// requests: how many requests the socket takes at once (wsrequest.go).
+	return write([]byte(`{"type":"ready","id":` + strconv.FormatUint(last, 10) + `,"n":` + strconv.Itoa(lastIdx) + `,"requests":` + strconv.Itoa(wsMaxInflight) + `}`))
 }

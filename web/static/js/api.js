@@ -79,7 +79,10 @@ function idempotencyKey() {
 async function postMessage(room, body) {
   const key = idempotencyKey();
   const reply = live ? await live.request({ type: 'post', room, key, ...body }) : null;
-  if (reply && !(reply.status === 429 && reply.error && reply.error.code === 'rate_limited')) {
+  // 429: this socket has as many under way as the hub allows; 503: the
+  // node is shutting down or cannot write now. The post did not run:
+  // HTTP (maybe another node) takes it, with the same key.
+  if (reply && reply.status !== 429 && reply.status !== 503) {
     if (reply.status >= 200 && reply.status < 300) return reply.data ?? null;
     throw failure(reply.status, { error: reply.error }, '', 'Request failed', false);
   }

@@ -13,9 +13,11 @@ const MAX_DELAY = 15000;
 // whose frame is over 65 KiB: beyond either, the caller uses HTTP.
 const MAX_PENDING = 8;
 const MAX_FRAME = 60 << 10;
-// The hub answers a request within 30 s on a socket that works; a reply
-// later than this is taken as lost (the socket may be dead without a close).
-const REPLY_WAIT = 35000;
+// A reply normally comes within a second or two. One later than this is
+// taken as lost and the post goes again over HTTP with its key (safe: it
+// is stored once); a socket that said nothing at all meanwhile is taken
+// as dead without a close, and opened again.
+const REPLY_WAIT = 10000;
 
 export class Live {
   constructor({ since = 0, onEvent, onReady, onUnauthenticated }) {
@@ -50,7 +52,7 @@ export class Live {
     let ws;
     try { ws = new WebSocket(this.url()); } catch { this.scheduleRetry(); return; }
     this.ws = ws;
-    ws.onmessage = (e) => this.handle(e.data);
+    ws.onmessage = (e) => { this.heard = Date.now(); this.handle(e.data); };
     ws.onclose = (e) => {
       this.unanswered(ws);
       if (this.ws !== ws) return;
@@ -87,11 +89,14 @@ export class Live {
     let ev;
     try { ev = JSON.parse(raw); } catch { return; }
     // A reply answers a request; it is no event of the feed (no id).
-    if (ev.type === 'reply') { this.answer(ev); return; }
+    // A reply answers a request (it carries its req, and no id of the log).
+    if (ev.type === 'reply' && typeof ev.req === 'string' && ev.id === undefined) { this.answer(ev); return; }
     if (ev.type === 'ready') {
       if (typeof ev.id === 'number' && this.before(ev.id, ev.n ?? 0)) { this.lastId = ev.id; this.lastN = ev.n ?? 0; }
       this.attempt = 0;
-      this.ready = !!this.ws;
+      // Only a hub that says so takes requests on the socket (an older
+      // node ignores them): everything goes over HTTP otherwise.
+      this.ready = !!this.ws && ev.requests > 0;
       banner(false);
       const first = !this.everReady;
       this.everReady = true;
@@ -126,7 +131,11 @@ export class Live {
     const frame = JSON.stringify({ ...body, req });
     if (frame.length * 3 > MAX_FRAME && new TextEncoder().encode(frame).length > MAX_FRAME) return Promise.resolve(null);
     return new Promise((resolve) => {
-      const p = { ws, done: resolve, timer: setTimeout(() => this.settle(req, null), REPLY_WAIT) };
+      const sent = Date.now();
+      const p = { ws, done: resolve, timer: setTimeout(() => {
+        this.settle(req, null);
+        if (this.ws === ws && !(this.heard > sent)) ws.close(4000, 'no reply'); // reconnects
+      }, REPLY_WAIT) };
       this.pending.set(req, p);
       try { ws.send(frame); } catch { this.settle(req, null); }
     });
