@@ -191,6 +191,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) er
 
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
+	closing := s.closing
 	s.mu.Unlock()
 	s.broker.add(c)
 	s.metrics.wsClients.Inc()
@@ -200,6 +201,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) er
 			s.endSocket(c, u.Name, err)
 		}
 	}()
+	if closing { // registered after Close took its list of sockets
+		c.goingAway()
+		return nil
+	}
 	// Registered first, checked again second: a credential that ended
 	// between the upgrade and the registration is caught here, one that
 	// ends later by endSockets.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"strconv"
 
 	"github.com/coder/websocket"
@@ -148,8 +149,11 @@ func (s *Server) reply(c *wsConn, req string, data any, err error) {
 	}
 	body, merr := json.Marshal(r)
 	if merr != nil {
+		// Still exactly one reply: the request's, saying so.
 		s.log.Error("socket reply not encoded", "err", merr)
-		return
+		id, _ := json.Marshal(req)
+		r.Status = http.StatusInternalServerError
+		body = []byte(`{"type":"reply","req":` + string(id) + `,"status":500,"error":{"code":"` + wh.EInternal + `","message":"the hub could not encode its answer"}}`)
 	}
 	s.metrics.wsRequests.WithLabelValues(strconv.Itoa(r.Status)).Inc()
 	// Seq 0: not an event of the log, so it does not move the client's
