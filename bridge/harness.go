@@ -205,5 +205,7 @@ type Deps struct {
 	Agent  AgentConfig
 	Gate   Gate
 	Events Sink
-	Log    *slog.Logger
+	// Log already names the agent ("agent"); a harness adds only its own
+	// attributes ("harness", …), or every line says the agent twice.
+	Log *slog.Logger
 }

@@ -134,7 +134,7 @@ func NewAttached(d bridge.Deps) (*Attached, error) {
 	proj := claudehook.ForProject(root, d.Agent.Dir)
 	d.Agent.Dir = proj.Dir
 	return &Attached{
-		d: d, log: log.With("agent", d.Agent.Name, "harness", "claude-attach"),
+		d: d, log: log.With("harness", "claude-attach"),
 		proj: proj, expiry: expiry, perm: perm, session: session, now: time.Now,
 		pending: map[string]pendingNote{},
 		wake:    make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),

@@ -93,7 +93,7 @@ func NewLaunched(d bridge.Deps) (*Launched, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Launched{
-		d: d, log: log.With("agent", d.Agent.Name, "harness", "claude"),
+		d: d, log: log.With("harness", "claude"),
 		bin: bin, args: args, env: harnessEnv(d.Agent.Env),
 		sessionID: newUUID(), events: newEventQueue(d.Events),
 		ctlWait: map[string]chan ctlResponse{}, asks: map[string]context.CancelFunc{},

@@ -57,7 +57,7 @@ func New(d bridge.Deps) (*Harness, error) {
 	life, stop := context.WithCancel(context.Background())
 	return &Harness{
 		cfg: cfg, gate: d.Gate, sink: d.Events,
-		log:  log.With("harness", "codex", "agent", d.Agent.Name),
+		log:  log.With("harness", "codex"),
 		life: life, stop: stop,
 	}, nil
 }

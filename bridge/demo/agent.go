@@ -71,7 +71,7 @@ func New(d bridge.Deps) (*Agent, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	a.log = a.log.With("agent", a.name, "harness", Kind)
+	a.log = a.log.With("harness", Kind)
 	if s, ok := d.Agent.Options["step"]; ok {
 		v, err := time.ParseDuration(s)
 		if err != nil || v < 0 {

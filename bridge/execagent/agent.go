@@ -113,7 +113,7 @@ func New(d bridge.Deps) (*Agent, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	a.log = a.log.With("agent", a.name, "harness", Kind)
+	a.log = a.log.With("harness", Kind)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	a.idPfx = "exec-" + hex.EncodeToString(b[:])

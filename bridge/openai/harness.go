@@ -78,7 +78,7 @@ func newHarness(cfg Config, d bridge.Deps) *Harness {
 	}
 	h := &Harness{
 		cfg: cfg, gate: d.Gate, sink: d.Events,
-		log:          log.With("harness", Kind, "agent", cfg.Name),
+		log:          log.With("harness", Kind),
 		client:       newClient(&cfg),
 		store:        store{dir: cfg.StateDir},
 		env:          commandEnv(os.Environ(), cfg.APIKeyEnv, cfg.Env),
