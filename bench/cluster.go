@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/deploy"
 	"github.com/wheelhouse-dev/wheelhouse/hub"
 )
@@ -33,6 +34,9 @@ type ClusterResult struct {
 	Across    Dist `json:"across"`
 	Same      Dist `json:"same"`
 	RawAcross Dist `json:"rawAcross"` // publish (R3, acknowledged) on node 1 → delivered to a consumer on node 3
+	// Mentions of an agent whose bridge is paired with hub 2, posted
+	// alternately on both hubs: the post to the steer reaching the harness.
+	Mentions Dist `json:"mentions"`
 }
 
 func (r *ClusterResult) String() string {
@@ -42,8 +46,9 @@ func (r *ClusterResult) String() string {
 		"  ratio %.2f\n"+
 		"  post on hub 1 → socket on hub 2  %s\n"+
 		"  post on hub 1 → socket on hub 1  %s\n"+
-		"  baseline: R3 publish on node 1 → consumer on node 3  %s\n",
-		r.NATSServer, r.Posts, r.RawPosts, r.Ratio, r.Across, r.Same, r.RawAcross)
+		"  baseline: R3 publish on node 1 → consumer on node 3  %s\n"+
+		"  mention, posted alternately on both hubs → harness (bridge paired with hub 2)  %s\n",
+		r.NATSServer, r.Posts, r.RawPosts, r.Ratio, r.Across, r.Same, r.RawAcross, r.Mentions)
 }
 
 // Cluster runs the local cluster and measures durable posts and post →
@@ -138,7 +143,32 @@ func Cluster(ctx context.Context, posts, concurrency int) (*ClusterResult, error
 	if res.RawAcross, err = c.rawAcross(ctx, m); err != nil {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
+	if res.Mentions, err = clusterMentions(ctx, e1, e2, admin, client, m); err != nil {
+		return nil, fmt.Errorf("mentions: %w", err)
+	}
 	return res, nil
+}
+
+// clusterMentions posts n mentions of a probe agent paired with hub 2,
+// alternately on hub 1 and hub 2, one after another.
+func clusterMentions(ctx context.Context, e1, e2 *env, admin *chat.User, client *http.Client, n int) (Dist, error) {
+	p, stop, err := startProbe(ctx, e2.h, admin, false)
+	if err != nil {
+		return Dist{}, err
+	}
+	defer stop()
+	sent := make([]time.Time, n)
+	for k := range n {
+		e := []*env{e1, e2}[k%2]
+		sent[k] = time.Now()
+		if _, err := e.post(ctx, client, e.token, "bench", fmt.Sprintf("@bench/probe mark-%d", k)); err != nil {
+			return Dist{}, err
+		}
+	}
+	if err := waitUntil(10*time.Second, "the harness to receive every mention", func() bool { return p.count() >= n }); err != nil {
+		return Dist{}, fmt.Errorf("%w (it has %d of %d)", err, p.count(), n)
+	}
+	return p.latencies(sent), nil
 }
 
 // natsServerBinary finds the nats-server the tests use (scripts/test-tools.sh
@@ -252,7 +282,8 @@ func startCluster(ctx context.Context, bin, dir string) (c *cluster, err error) 
 	for i := range 2 {
 		rot := func(s []string) []string { return append(append([]string{}, s[i:]...), s[:i]...) }
 		h, err := hub.New(hub.Config{DataDir: filepath.Join(dir, fmt.Sprintf("hub-%d", i+1)), HTTPAddr: "127.0.0.1:0", Replicas: 3,
-			NATSURL: strings.Join(rot(c.clients), ","), NATSWebsocket: rot(ws), NATSSecrets: secrets, Logger: quietLogger()})
+			NATSURL: strings.Join(rot(c.clients), ","), NATSWebsocket: rot(ws), NATSSecrets: secrets, Logger: quietLogger(),
+			SteerBurst: 1 << 30, SteerRefill: time.Nanosecond}) // the mention run measures delivery, not the rate limit
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/hub"
 )
 
 // probe is a harness that records when each input reaches it. Its first
@@ -73,41 +75,11 @@ func MentionLatency(ctx context.Context, n int, member bool, over string) (Dist,
 		return Dist{}, err
 	}
 	defer e.close()
-	rs := e.h.Rooms()
-	tok, _, err := rs.CreatePairingToken(ctx, e.admin)
+	p, stop, err := startProbe(ctx, e.h, e.admin, member)
 	if err != nil {
 		return Dist{}, err
 	}
-	creds, err := bridge.Pair(ctx, bridge.PairConfig{Hub: e.h.URL(), Token: tok, Name: "bench"})
-	if err != nil {
-		return Dist{}, err
-	}
-	p := &probe{got: map[int]time.Time{}}
-	zero := 0
-	pol := bridge.PolicyConfig{MaxSteers: &zero}
-	if member {
-		pol.Address = "members"
-	}
-	b, err := bridge.New(bridge.Config{Creds: creds, Logger: quietLogger(),
-		Agents: []bridge.AgentConfig{{Name: "probe", Harness: "probe", PolicyFile: pol,
-			Rooms: map[string]string{"bench": "normal"}}}, // the owner consents on the bridge machine
-		Harnesses: map[string]bridge.Factory{"probe": func(bridge.Deps) (bridge.Harness, error) { return p, nil }}})
-	if err != nil {
-		return Dist{}, err
-	}
-	bctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- b.Run(bctx) }()
-	defer func() { cancel(); <-done }()
-	if err := waitUntil(30*time.Second, "the probe agent to come online", func() bool {
-		a, err := rs.AgentByHandle(ctx, "bench/probe")
-		return err == nil && a.Status != "offline"
-	}); err != nil {
-		return Dist{}, err
-	}
-	if _, _, err := rs.AddAgent(ctx, e.admin, "bench", "bench/probe"); err != nil {
-		return Dist{}, err
-	}
+	defer stop()
 	senders := []person{{name: "bench", token: e.token}}
 	if member {
 		const perSender = 10 // the default burst: nobody is limited
@@ -146,13 +118,62 @@ func MentionLatency(ctx context.Context, n int, member bool, over string) (Dist,
 	if err := waitUntil(10*time.Second, "the harness to receive every mention", func() bool { return p.count() >= n }); err != nil {
 		return Dist{}, fmt.Errorf("%w (it has %d of %d)", err, p.count(), n)
 	}
+	return p.latencies(sent), nil
+}
+
+// startProbe pairs a bridge with h (as admin) whose one agent, bench/probe,
+// is the probe, in the room bench; member lets people other than the
+// owner address it.
+func startProbe(ctx context.Context, h *hub.Hub, admin *chat.User, member bool) (*probe, func(), error) {
+	rs := h.Rooms()
+	tok, _, err := rs.CreatePairingToken(ctx, admin)
+	if err != nil {
+		return nil, nil, err
+	}
+	creds, err := bridge.Pair(ctx, bridge.PairConfig{Hub: h.URL(), Token: tok, Name: "bench"})
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &probe{got: map[int]time.Time{}}
+	zero := 0
+	pol := bridge.PolicyConfig{MaxSteers: &zero}
+	if member {
+		pol.Address = "members"
+	}
+	b, err := bridge.New(bridge.Config{Creds: creds, Logger: quietLogger(),
+		Agents: []bridge.AgentConfig{{Name: "probe", Harness: "probe", PolicyFile: pol,
+			Rooms: map[string]string{"bench": "normal"}}}, // the owner consents on the bridge machine
+		Harnesses: map[string]bridge.Factory{"probe": func(bridge.Deps) (bridge.Harness, error) { return p, nil }}})
+	if err != nil {
+		return nil, nil, err
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.Run(bctx) }()
+	stop := func() { cancel(); <-done }
+	if err := waitUntil(30*time.Second, "the probe agent to come online", func() bool {
+		a, err := rs.AgentByHandle(ctx, "bench/probe")
+		return err == nil && a.Status != "offline"
+	}); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	if _, _, err := rs.AddAgent(ctx, admin, "bench", "bench/probe"); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return p, stop, nil
+}
+
+// latencies are the probe's arrival times less the sending times.
+func (p *probe) latencies(sent []time.Time) Dist {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ds := make([]time.Duration, 0, n)
+	ds := make([]time.Duration, 0, len(sent))
 	for k, at := range p.got {
 		ds = append(ds, at.Sub(sent[k]))
 	}
-	return dist(ds), nil
+	return dist(ds)
 }
 
 // waitUntil polls cond until it holds or timeout passes.
