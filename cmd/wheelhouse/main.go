@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/internal/gcfloor"
 	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 )
 
@@ -56,8 +57,16 @@ func usage(w io.Writer) {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) > 1 && serves[os.Args[1]] {
+		gcfloor.Start(gcfloor.DefaultFloor) // unless GOGC is set (docs/operations.md)
+	}
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// serves names the commands that run servers: their processes keep a floor
+// under the collector's heap goal, so a small heap is not collected every
+// few milliseconds under load (the mention p99, docs/benchmarks.md).
+var serves = map[string]bool{"up": true, "hub": true, "bridge": true, "bench": true}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
