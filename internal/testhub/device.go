@@ -174,7 +174,7 @@ func (c *Client) Forward(steerID string) Response {
 	for _, q := range asList(rs.Body["requests"]) {
 		if q["steerId"] == steerID {
 			signed := c.Device.Sign(c.t, authz.Statement{Kind: authz.StatementForward, Agent: q["agent"].(string), Steer: steerID,
-				Room: q["room"].(string), Sender: q["sender"].(string), TextHash: q["textHash"].(string)})
+				Room: q["room"].(string), Sender: q["sender"].(string), TextHash: authz.TextHash(q["text"].(string))}) // the words shown, hashed here
 			return c.Must(200, "POST", "/api/v1/requests/"+steerID, map[string]any{"decision": "forward", "signed": signed})
 		}
 	}

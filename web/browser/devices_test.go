@@ -257,6 +257,10 @@ func (s *suite) ceilingAndModeration(t *testing.T) {
 	card := `#inbox-panel .request-card[data-status="held"][data-sender="bob"]`
 	a.waitJS(t, "the request", fmt.Sprintf(`(document.querySelector(%s)?.textContent || '').includes('@bob asks @alice/demo')`, js(card)))
 	a.shot(t, s.shots, "request")
+	// The browser signs the hash of the words it shows, not the one the
+	// hub sent beside them: a forged one here would be refused by the
+	// bridge (wrong-statement) if the browser signed it.
+	evalAwait[bool](t, a, `import('/js/store.js').then((m) => { for (const q of m.state.requests.values()) if (q.sender === 'bob') q.textHash = '0'.repeat(64); m.emit('requests'); return true; })`)
 	a.click(t, card+" button.forward")
 	a.gone(t, card)
 	b.waitReceipt(t, msg, demo, "started", "done")

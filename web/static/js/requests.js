@@ -45,8 +45,11 @@ export function requestCard(q) {
     try {
       let signed;
       if (decision === 'forward') {
-        // The signature covers exactly these words from this sender.
-        signed = await sign(state.me.name, { kind: 'forward', agent: q.agent, steer: q.steerId, room: q.room, sender: q.sender, textHash: q.textHash || await textHash(q.text) });
+        // The signature covers exactly the words shown, from this sender:
+        // their hash is this browser's own, never the hub's (a hub that
+        // showed one text and named the hash of another would have the
+        // owner sign what they never read).
+        signed = await sign(state.me.name, { kind: 'forward', agent: q.agent, steer: q.steerId, room: q.room, sender: q.sender, textHash: await textHash(q.text) });
       }
       const d = await api.answerRequest(q.steerId, decision, signed);
       upsertRequest((d && d.request) || { ...q, status: decision === 'forward' ? 'pending' : 'rejected' });
