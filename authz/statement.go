@@ -27,7 +27,7 @@ const (
 	StatementPolicy   = "policy"   // the agent's new policy: Policy
 	StatementConsent  = "consent"  // let the agent act in Room, at Ceiling
 	StatementCeiling  = "ceiling"  // what turns started from Room may do: Ceiling
-	StatementForward  = "forward"  // forward a held mention: Steer, Room, Sender, TextHash
+	StatementForward  = "forward"  // forward a held mention: Steer, Room, Sender, TextHash, Files
 )
 
 // The one decision word of each kind (the statement says it in words).
@@ -71,8 +71,11 @@ type Statement struct {
 	Steer       string          `json:"steer,omitempty"`
 	Sender      string          `json:"sender,omitempty"`
 	TextHash    string          `json:"textHash,omitempty"`
-	Expires     string          `json:"expires"` // RFC 3339
-	Nonce       string          `json:"nonce"`   // unique per statement; the bridge refuses a second use
+	// Files are the SHA-256 (lower-case hex) of the files posted with a
+	// forwarded message, in the message's order; none: it has none.
+	Files   []string `json:"files,omitempty"`
+	Expires string   `json:"expires"` // RFC 3339
+	Nonce   string   `json:"nonce"`   // unique per statement; the bridge refuses a second use
 }
 
 // ExpiresAt is the statement's expiry (zero if it does not parse).
@@ -160,8 +163,29 @@ func ParseStatement(raw []byte) (Statement, error) {
 		err = errors.Join(missing("room", s.Room), missing("ceiling", s.Ceiling))
 	case StatementForward:
 		err = errors.Join(missing("steer", s.Steer), missing("room", s.Room), missing("sender", s.Sender), missing("textHash", s.TextHash))
+		for _, f := range s.Files {
+			if !isSHA256Hex(f) {
+				err = errors.Join(err, fmt.Errorf("a forward statement names its files by SHA-256 (64 hex digits), not %.70q", f))
+				break
+			}
+		}
 	}
 	return s, err
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// FileHash is the lower-case hex SHA-256 of a file's bytes, as a forward
+// statement names it.
+func FileHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func validNonce(n string) bool {
@@ -379,6 +403,18 @@ func matchStatement(got, want Statement) error {
 	} {
 		if f.want != "" && !strings.EqualFold(f.got, f.want) {
 			return fmt.Errorf("it names %s %.12s…, not %.12s…", f.name, f.got, f.want)
+		}
+	}
+	// A forward names every file the message carries, or none when it has
+	// none: the files are part of what the owner hands on.
+	if want.Kind == StatementForward {
+		if len(got.Files) != len(want.Files) {
+			return fmt.Errorf("it names %d files, and the message has %d", len(got.Files), len(want.Files))
+		}
+		for i := range want.Files {
+			if !strings.EqualFold(got.Files[i], want.Files[i]) {
+				return fmt.Errorf("its file %d is %.12s…, not %.12s…", i+1, got.Files[i], want.Files[i])
+			}
 		}
 	}
 	return nil

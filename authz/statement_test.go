@@ -163,6 +163,8 @@ func TestParseStatement(t *testing.T) {
 		{"ErrBadExpiry", `{"agent":"a/b","decision":"add","expires":"soon","kind":"consent","nonce":"0123456789abcdef","room":"dev","v":1}`, "expiry"},
 		{"ErrVersion", `{"agent":"a/b","decision":"add","expires":"` + exp + `","kind":"consent","nonce":"0123456789abcdef","room":"dev","v":2}`, "version"},
 		{"ErrDuplicateKey", `{"agent":"a/b","agent":"a/c","decision":"add","expires":"` + exp + `","kind":"consent","nonce":"0123456789abcdef","room":"dev","v":1}`, "Duplicate key"},
+		{"OKForwardWithFiles", `{"agent":"a/b","decision":"forward","expires":"` + exp + `","files":["` + strings.Repeat("ab", 32) + `"],"kind":"forward","nonce":"0123456789abcdef","room":"dev","sender":"bob","steer":"s1.0","textHash":"ab","v":1}`, ""},
+		{"ErrForwardFileNotADigest", `{"agent":"a/b","decision":"forward","expires":"` + exp + `","files":["notes.txt"],"kind":"forward","nonce":"0123456789abcdef","room":"dev","sender":"bob","steer":"s1.0","textHash":"ab","v":1}`, "SHA-256"},
 		{"ErrPolicyNotObject", `{"agent":"a/b","decision":"set","expires":"` + exp + `","kind":"policy","nonce":"0123456789abcdef","policy":[],"v":1}`, "policy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,6 +174,43 @@ func TestParseStatement(t *testing.T) {
 			}
 			if tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 				t.Fatalf("err %v, want %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// A forward names the message's files by digest, all of them in order, or
+// none when it has none: a file added, dropped, swapped or moved is a
+// different statement.
+func TestForwardNamesTheFiles(t *testing.T) {
+	key, spki := newKey(t)
+	dev := &Device{ID: DeviceID(spki), Kind: DeviceWebCrypto, PublicKey: spki}
+	a, b, c := FileHash([]byte("a")), FileHash([]byte("b")), FileHash([]byte("c"))
+	forward := func(files ...string) Statement {
+		return Statement{V: 1, Kind: StatementForward, Decision: "forward", Agent: "alice/codex", Steer: "s9.0", Room: "dev", Sender: "bob",
+			TextHash: TextHash("look at these"), Files: files, Expires: stmtNow.Add(time.Minute).Format(time.RFC3339), Nonce: "n-0123456789abcdef"}
+	}
+	for _, tt := range []struct {
+		name          string
+		signed, their []string
+		ok            bool
+	}{
+		{"OKNoFiles", nil, nil, true},
+		{"OKSameFiles", []string{a, b}, []string{a, b}, true},
+		{"OKUpperCaseDigest", []string{strings.ToUpper(a)}, []string{a}, true},
+		{"ErrFileAdded", []string{a}, []string{a, c}, false},
+		{"ErrFileDropped", []string{a, b}, []string{a}, false},
+		{"ErrFileSwapped", []string{a, b}, []string{a, c}, false},
+		{"ErrFilesReordered", []string{a, b}, []string{b, a}, false},
+		{"ErrFilesOnAMessageWithout", []string{a}, nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := canon(t, forward(tt.signed...))
+			want := forward(tt.their...)
+			want.V, want.Decision, want.Expires, want.Nonce = 0, "", "", ""
+			_, d := CheckSigned(SignedCheck{Raw: raw, Device: dev, Sig: Signature{Sig: signP1363(t, key, raw)}, Want: want, Now: stmtNow})
+			if d.Allow != tt.ok || (!tt.ok && d.Reason != ReasonWrongStatement) {
+				t.Fatalf("got %+v, want allowed=%v", d, tt.ok)
 			}
 		})
 	}

@@ -175,8 +175,12 @@ func (b *Bridge) fetchFile(ctx context.Context, steerID string, f wire.FileRef, 
 			return fmt.Errorf("the hub refused: %s", why)
 		}
 		if sum := m.Header.Get(wire.FileDoneHeader); sum != "" {
-			if n != f.Size || hex.EncodeToString(h.Sum(nil)) != sum {
+			got := hex.EncodeToString(h.Sum(nil))
+			if n != f.Size || got != sum {
 				return fmt.Errorf("the file arrived damaged (%d of %d bytes)", n, f.Size)
+			}
+			if f.SHA256 != "" && got != f.SHA256 {
+				return fmt.Errorf("the hub sent other bytes than the file the message posted (SHA-256 %.12s…, not %.12s…)", got, f.SHA256)
 			}
 			if err := tmp.Close(); err != nil {
 				return err

@@ -469,8 +469,15 @@ func (r *runner) checkForward(st wire.Steer) authz.Decision {
 	if st.ForwardedBy != r.b.cfg.Creds.Owner {
 		return authz.Decision{Reason: authz.ReasonWrongStatement, Message: "only the owner forwards messages to @" + r.cfg.Name}
 	}
+	// The owner hands on the words and the files they were shown: a hub
+	// that added, dropped or swapped a file has it refused here, and the
+	// bytes fetched later must be the ones named (attachments.go).
+	var files []string
+	for _, f := range st.Files {
+		files = append(files, f.SHA256)
+	}
 	_, d := r.b.trust.checkSigned(st.Forward, authz.Statement{Kind: authz.StatementForward, Agent: r.handleName(), Steer: st.ID, Room: st.Room,
-		Sender: st.Sender, TextHash: authz.TextHash(st.Text)})
+		Sender: st.Sender, TextHash: authz.TextHash(st.Text), Files: files})
 	return d
 }
 

@@ -147,4 +147,50 @@ func TestModeratedMention(t *testing.T) {
 			t.Fatal("no forgery recorded")
 		}
 	})
+
+	t.Run("ForwardNamesTheFiles", func(t *testing.T) {
+		// bob's message carries a file: alice's forward names it by the
+		// SHA-256 of the bytes she downloaded, and the agent gets it.
+		file := upload(t, tm.bob, "dev", "notes.txt", []byte("NOTES-MARKER-42: the parser is in lex.go\n"))
+		r := tm.bob.Must(201, "POST", "/api/v1/rooms/dev/messages", map[string]any{"text": "@alice/local read my notes", "files": []string{file}})
+		id := int64(r.Body["message"].(map[string]any)["id"].(float64))
+		steer := testhub.AsList(r.Body["receipts"])[0]["steerId"].(string)
+		receipt(t, tm.bob, "dev", id, handle, "held")
+		var files []map[string]any
+		for _, q := range testhub.AsList(tm.alice.Must(200, "GET", "/api/v1/requests", nil).Body["requests"]) {
+			if q["steerId"] == steer {
+				files = testhub.AsList(q["files"])
+			}
+		}
+		if len(files) != 1 || files[0]["name"] != "notes.txt" {
+			t.Fatalf("the request shows files %v", files)
+		}
+		before := len(stub.Requests())
+		tm.alice.Forward(steer)
+		if rc := receipt(t, tm.bob, "dev", id, handle, "done"); rc["forwardedBy"] != "alice" {
+			t.Fatalf("bob's receipt %v", rc)
+		}
+		req := stub.WaitRequest(t, before+1, 15*time.Second)
+		if !strings.Contains(strings.Join(req.UserTexts(), "\n"), "NOTES-MARKER-42") {
+			t.Fatalf("the agent did not get the file:\n%s", strings.Join(req.UserTexts(), "\n"))
+		}
+
+		// A forward that names no file, for a message that has one (what a
+		// hub that hid the file from alice would get her to sign), is
+		// refused by the bridge.
+		r = tm.bob.Must(201, "POST", "/api/v1/rooms/dev/messages", map[string]any{"text": "@alice/local and these notes", "files": []string{upload(t, tm.bob, "dev", "more.txt", []byte("MORE\n"))}})
+		id = int64(r.Body["message"].(map[string]any)["id"].(float64))
+		steer = testhub.AsList(r.Body["receipts"])[0]["steerId"].(string)
+		receipt(t, tm.bob, "dev", id, handle, "held")
+		before = len(stub.Requests())
+		signed := tm.alice.Device.Sign(t, authz.Statement{Kind: authz.StatementForward, Agent: handle, Steer: steer, Room: "dev", Sender: "bob",
+			TextHash: authz.TextHash("@alice/local and these notes")})
+		tm.alice.Must(200, "POST", "/api/v1/requests/"+steer, map[string]any{"decision": "forward", "signed": signed})
+		if rc := receipt(t, tm.bob, "dev", id, handle, "rejected"); !strings.Contains(str(rc["detail"]), "refused the forward") {
+			t.Fatalf("receipt %v", rc)
+		}
+		if n := len(stub.Requests()); n != before {
+			t.Fatalf("the model saw %d more requests", n-before)
+		}
+	})
 }

@@ -26,6 +26,13 @@ func (l *Link) steerFiles(ctx context.Context, fs []chat.File) []wire.FileRef {
 	inline := 0
 	for _, f := range fs {
 		ref := wire.FileRef{ID: f.ID, Name: f.Name, Type: f.Type, Size: f.Size}
+		// The digest recorded at upload: the bridge checks the bytes against
+		// it, and an owner's forward names it.
+		if sf, err := l.rooms.FileByID(ctx, f.ID); err == nil {
+			ref.SHA256 = sf.SHA256
+		} else {
+			l.log.Warn("reading a file's record for a steer failed", "file", f.ID, "err", err)
+		}
 		if inline+int(f.Size) <= wire.MaxInlineTotal {
 			text, ok, err := l.rooms.FileText(ctx, f, wire.MaxInlineFile)
 			if err != nil {

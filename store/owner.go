@@ -204,15 +204,16 @@ func heldFeedTx(ctx context.Context, tx *sql.Tx, seq uint64, steerID string, at 
 	return feedTx(ctx, tx, seq, 0, ownerID, []int64{ownerID}, map[string]any{"id": seq, "type": "request", "at": at, "data": r})
 }
 
-const requestCols = `s.id, s.message_id, r.name, u.name || '/' || a.name, u.name, s.sender, ` + postedText + `, s.status, s.forwarded_by, COALESCE(s.expires_at, ''), m.created_at, a.owner_id
+const requestCols = `s.id, s.message_id, r.name, u.name || '/' || a.name, u.name, s.sender, ` + postedText + `, m.files, s.status, s.forwarded_by, COALESCE(s.expires_at, ''), m.created_at, a.owner_id
 	FROM steers s JOIN rooms r ON r.id = s.room_id JOIN messages m ON m.id = s.message_id JOIN agents a ON a.id = s.agent_id JOIN users u ON u.id = a.owner_id`
 
 func scanRequest(sc scanner) (chat.Request, int64, error) {
 	var q chat.Request
-	var exp, at string
+	var exp, at, files string
 	var owner int64
-	err := sc.Scan(&q.SteerID, &q.MessageID, &q.Room, &q.Agent, &q.Owner, &q.Sender, &q.Text, &q.Status, &q.ForwardedBy, &exp, &at, &owner)
+	err := sc.Scan(&q.SteerID, &q.MessageID, &q.Room, &q.Agent, &q.Owner, &q.Sender, &q.Text, &files, &q.Status, &q.ForwardedBy, &exp, &at, &owner)
 	q.TextHash = authz.TextHash(q.Text)
+	json.Unmarshal([]byte(files), &q.Files)
 	q.Expires, _ = time.Parse(time.RFC3339Nano, exp)
 	q.At, _ = time.Parse(time.RFC3339Nano, at)
 	return q, owner, err

@@ -502,6 +502,12 @@ func checkFiles(fs []FileRef) error {
 		if !f.Inline && f.Text != "" {
 			return invalid("file %s: text without inline", f.ID)
 		}
+		if f.SHA256 != "" && !hashRE.MatchString(f.SHA256) {
+			return invalid("file %s: sha256 is not 64 lower-case hex digits", f.ID)
+		}
+		if f.Inline && f.SHA256 != "" && authz.FileHash([]byte(f.Text)) != f.SHA256 {
+			return invalid("file %s: the inline text is not the file its sha256 names", f.ID)
+		}
 		if f.Inline {
 			if err := checkText("file "+f.ID, f.Text, MaxInlineFile); err != nil {
 				return err

@@ -307,6 +307,11 @@ func TestInvitationsRequest(t *testing.T) {
 	}
 }
 
+// notes is an inline text file of a steer, with the digest given.
+func notes(sha string) FileRef {
+	return FileRef{ID: "f0123456789abcdef", Name: "notes.txt", Type: "text/plain", Size: 6, SHA256: sha, Inline: true, Text: "notes\n"}
+}
+
 func TestSteer(t *testing.T) {
 	valid := func() Steer {
 		return Steer{ID: "s42.demo", Agent: "demo", Owner: "alice", Room: "dev", Sender: "bob", Text: "look at `x`",
@@ -329,6 +334,10 @@ func TestSteer(t *testing.T) {
 		{"PartReversed", func(s *Steer) { s.Parts = []Part{{Start: 5, End: 2}} }, "outside the text"},
 		{"PartNegative", func(s *Steer) { s.Parts = []Part{{Start: -1, End: 2}} }, "outside the text"},
 		{"NoDeadline", func(s *Steer) { s.Deadline = time.Time{} }, "no deadline"},
+		{"FileWithDigest", func(s *Steer) { s.Files = []FileRef{notes(authz.FileHash([]byte("notes\n")))} }, ""},
+		{"FileDigestNotHex", func(s *Steer) { s.Files = []FileRef{notes("not a digest")} }, "sha256"},
+		{"FileDigestUpperCase", func(s *Steer) { s.Files = []FileRef{notes(strings.ToUpper(authz.FileHash([]byte("notes\n"))))} }, "sha256"},
+		{"InlineFileNotItsDigest", func(s *Steer) { s.Files = []FileRef{notes(authz.FileHash([]byte("other\n")))} }, "not the file its sha256 names"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

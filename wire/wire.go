@@ -207,6 +207,10 @@ type FileRef struct {
 	Name string `json:"name"`
 	Type string `json:"type"`
 	Size int64  `json:"size"`
+	// SHA256 is the file's SHA-256, lower-case hex, as the hub recorded it
+	// at upload. The bridge checks the bytes it gets against it, and a
+	// forward's signature names it ("" from a hub before it was sent).
+	SHA256 string `json:"sha256,omitempty"`
 	// Inline: Text is the whole file (valid UTF-8 text); otherwise the
 	// bridge fetches it.
 	Inline bool   `json:"inline,omitempty"`

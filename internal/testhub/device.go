@@ -173,8 +173,13 @@ func (c *Client) Forward(steerID string) Response {
 	rs := c.Must(200, "GET", "/api/v1/requests", nil)
 	for _, q := range asList(rs.Body["requests"]) {
 		if q["steerId"] == steerID {
+			// The words and files shown, hashed here (as the browser does).
+			var files []string
+			for _, f := range asList(q["files"]) {
+				files = append(files, authz.FileHash(c.Must(200, "GET", f["url"].(string), nil).Raw))
+			}
 			signed := c.Device.Sign(c.t, authz.Statement{Kind: authz.StatementForward, Agent: q["agent"].(string), Steer: steerID,
-				Room: q["room"].(string), Sender: q["sender"].(string), TextHash: authz.TextHash(q["text"].(string))}) // the words shown, hashed here
+				Room: q["room"].(string), Sender: q["sender"].(string), TextHash: authz.TextHash(q["text"].(string)), Files: files})
 			return c.Must(200, "POST", "/api/v1/requests/"+steerID, map[string]any{"decision": "forward", "signed": signed})
 		}
 	}

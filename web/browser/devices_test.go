@@ -3,6 +3,8 @@ package browser
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -249,6 +251,14 @@ func (s *suite) ceilingAndModeration(t *testing.T) {
 	a.click(t, form+` .policy-address[value="moderate"]`)
 	a.click(t, form+" .policy-save")
 	b.waitJS(t, "bob's mode", `document.querySelector('#agent-panel .agent-row[data-handle="alice/demo"] .agent-mode')?.dataset.mode === 'moderated'`)
+	// bob's message carries a file: alice sees it on the request, and her
+	// forward names it by the hash of the bytes her browser downloads.
+	notes := filepath.Join(t.TempDir(), "readme-notes.txt")
+	if err := os.WriteFile(notes, []byte("the README is out of date\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.do(t, "attach readme-notes.txt", chromedp.SetUploadFiles(css("#file-input"), []string{notes}, chromedp.NodeReady))
+	b.visible(t, `#attachments .attachment[data-state="ready"][data-name="readme-notes.txt"]`)
 	b.send(t, "@alice/demo please summarize README.md")
 	msg := messageJS("bob", "please summarize README.md")
 	b.waitReceipt(t, msg, demo, "held")
@@ -256,6 +266,7 @@ func (s *suite) ceilingAndModeration(t *testing.T) {
 	a.click(t, "#tab-inbox")
 	card := `#inbox-panel .request-card[data-status="held"][data-sender="bob"]`
 	a.waitJS(t, "the request", fmt.Sprintf(`(document.querySelector(%s)?.textContent || '').includes('@bob asks @alice/demo')`, js(card)))
+	a.visible(t, card+` .request-files a[download="readme-notes.txt"]`)
 	a.shot(t, s.shots, "request")
 	// The browser signs the hash of the words it shows, not the one the
 	// hub sent beside them: a forged one here would be refused by the

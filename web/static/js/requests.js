@@ -6,8 +6,9 @@
 
 import { api, ApiError } from './api.js';
 import { h, avatar, fmtFull, fmtTime, toast } from './dom.js';
+import { fmtSize } from './render/files.js';
 import { state, emit } from './store.js';
-import { sign, NoDeviceError, SIGNATURE_REASONS, textHash } from './signing.js';
+import { sign, NoDeviceError, SIGNATURE_REASONS, textHash, fileHash } from './signing.js';
 import { enrollPrompt } from './devices.js';
 
 export async function loadRequests() {
@@ -49,7 +50,11 @@ export function requestCard(q) {
         // their hash is this browser's own, never the hub's (a hub that
         // showed one text and named the hash of another would have the
         // owner sign what they never read).
-        signed = await sign(state.me.name, { kind: 'forward', agent: q.agent, steer: q.steerId, room: q.room, sender: q.sender, textHash: await textHash(q.text) });
+        // The same for the files: each is downloaded and hashed here.
+        const st = { kind: 'forward', agent: q.agent, steer: q.steerId, room: q.room, sender: q.sender, textHash: await textHash(q.text) };
+        const files = q.files || [];
+        if (files.length) st.files = await Promise.all(files.map((f) => fileHash(f.url)));
+        signed = await sign(state.me.name, st);
       }
       const d = await api.answerRequest(q.steerId, decision, signed);
       upsertRequest((d && d.request) || { ...q, status: decision === 'forward' ? 'pending' : 'rejected' });
@@ -74,6 +79,8 @@ export function requestCard(q) {
       h('p', { class: 'card-title' }, `@${q.sender} asks @${q.agent}`),
       h('p', { class: 'card-sub', title: fmtFull(q.at) }, `in ${where(q.room)} · ${fmtTime(q.at)}`))),
   h('pre', { class: 'request-text', tabindex: '0' }, q.text),
-  h('p', { class: 'card-note' }, `Forwarding hands @${q.sender}'s words to your agent as theirs (fenced, not yours), signed by this browser.`),
+  (q.files || []).length ? h('ul', { class: 'request-files', 'aria-label': 'files posted with it' },
+    q.files.map((f) => h('li', null, h('a', { href: f.url, target: '_blank', rel: 'noopener', download: f.name }, f.name), ` · ${fmtSize(f.size)}`))) : null,
+  h('p', { class: 'card-note' }, `Forwarding hands @${q.sender}'s words${(q.files || []).length ? ' and files' : ''} to your agent as theirs (fenced, not yours), signed by this browser.`),
   actions, note);
 }

@@ -222,9 +222,18 @@ export class NoDeviceError extends Error {
 
 // SHA-256 of text, lower-case hex (authz.TextHash).
 export async function textHash(text) {
-  const d = new Uint8Array(await crypto.subtle.digest('SHA-256', utf8(text)));
-  return [...d].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return hex(await crypto.subtle.digest('SHA-256', utf8(text)));
 }
+
+// SHA-256 of a file's bytes as this browser downloads them, lower-case hex
+// (authz.FileHash): what a forward names a file by, never the hub's word.
+export async function fileHash(url) {
+  const r = await fetch(url, { credentials: 'same-origin' });
+  if (!r.ok) throw new Error(`This browser could not read the file ${url.split('/').pop()} (${r.status}), so it cannot vouch for it.`);
+  return hex(await crypto.subtle.digest('SHA-256', await r.arrayBuffer()));
+}
+
+const hex = (buf) => [...new Uint8Array(buf)].map((x) => x.toString(16).padStart(2, '0')).join('');
 
 // Reasons the bridge (or the hub) gives for a decision it could not take as signed.
 export const SIGNATURE_REASONS = new Set(['signature-required', 'unknown-device', 'device-revoked', 'bad-signature', 'wrong-statement', 'signature-expired', 'replayed']);
