@@ -15,7 +15,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if bench.ChildMain() { // the suite runs servers it measures as children of itself
 		return nil
 	}
-	fs := newFlags("bench", "bench [--only posts,fanout,…] [--posts N] [--concurrency N] [--members N] [--mentions N] [--idle-sockets N] [--search-messages N] [--uploads N] [--hook CMD] [--json]", stdout)
+	fs := newFlags("bench", "bench [--only posts,fanout,…] [--posts N] [--concurrency N] [--members N] [--mentions N] [--idle-sockets N] [--search-messages N] [--uploads N] [--hook CMD] [--json] [--compare LAST.json]", stdout)
 	var o bench.Options
 	fs.IntVar(&o.Posts, "posts", 5000, "messages for the durable post throughput run")
 	fs.IntVar(&o.Concurrency, "concurrency", 32, "concurrent HTTP posters")
@@ -37,6 +37,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.HookRuns, "hook-runs", 200, "runs of each hook case")
 	only := fs.String("only", "", "run only these sections, comma-separated: "+strings.Join(bench.Sections, ", "))
 	asJSON := fs.Bool("json", false, "print the results as JSON on stdout (the report goes to stderr), to compare runs")
+	compare := fs.String("compare", "", "after the run, print each section's headline figures beside those of this earlier run (its --json output)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -66,6 +67,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.Validate(); err != nil {
 		return usageError{err.Error()}
 	}
+	var prev *bench.Previous
+	if *compare != "" {
+		var err error
+		if prev, err = bench.LoadPrevious(*compare); err != nil {
+			return usageError{err.Error()}
+		}
+	}
 	report := stdout
 	if *asJSON {
 		report = stderr
@@ -73,6 +81,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	res, err := bench.Run(ctx, o, report)
 	if err != nil {
 		return err
+	}
+	if prev != nil {
+		changes, err := res.Compare(prev)
+		if err != nil {
+			return err
+		}
+		bench.WriteComparison(report, prev, changes)
 	}
 	if *asJSON {
 		return res.WriteJSON(stdout)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
 
 // The test binary doubles as the wheelhouse binary: with
@@ -177,6 +179,8 @@ func TestCommandLine(t *testing.T) {
 		{"Sync", []string{"hub", "--data", "x", "--sync", "never"}, `"never" is not one of interval, always`},
 		{"BridgeLogLevel", []string{"bridge", "run", "--log-level", "verbose"}, `"verbose" is not one of`},
 		{"BenchPosts", []string{"bench", "--posts", "-1"}, "--posts must be 1 or more"},
+		{"BenchCompareMissing", []string{"bench", "--only", "start", "--compare", "/nonexistent/last.json"}, "--compare: open /nonexistent/last.json"},
+		{"BenchCompareNotARun", []string{"bench", "--only", "start", "--compare", testhub.RepoFile("docs/openapi.json")}, "is JSON but not a run of wheelhouse bench --json"},
 		{"UnknownBridgeCommand", []string{"bridge", "fly"}, `unknown bridge command "fly"`},
 		{"HookWithoutHarness", []string{"hook"}, "name the harness"},
 		{"NATSSecretsWithoutDir", []string{"nats-secrets"}, "name the folder"},
