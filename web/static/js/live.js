@@ -36,7 +36,8 @@ export class Live {
     this.reqN = 0;
     this.reconnectNow = () => { if (!this.ws && !this.stopped) { clearTimeout(this.timer); this.connect(); } };
     window.addEventListener('online', this.reconnectNow);
-    document.addEventListener('visibilitychange', () => { if (!document.hidden) this.reconnectNow(); });
+    this.onVisible = () => { if (!document.hidden) this.reconnectNow(); };
+    document.addEventListener('visibilitychange', this.onVisible);
   }
 
   url() {
@@ -162,6 +163,7 @@ export class Live {
     this.stopped = true;
     clearTimeout(this.timer);
     window.removeEventListener('online', this.reconnectNow);
+    document.removeEventListener('visibilitychange', this.onVisible);
     this.ready = false;
     if (this.ws) { const ws = this.ws; this.ws = null; ws.close(1000, 'bye'); this.unanswered(ws); }
     banner(false);
