@@ -66,20 +66,20 @@ type Device struct {
 
 // Request is a held (moderated) mention as its owner's inbox shows it.
 type Request struct {
-	SteerID   string `json:"steerId"`
-	MessageID int64  `json:"messageId"`
-	Room      string `json:"room"`
-	Agent     string `json:"agent"`
-	Owner     string `json:"owner"`
-	Sender    string `json:"sender"`
-	Text      string `json:"text"`
-	TextHash  string `json:"textHash"`
-	// Files are the files posted with the message: a forward names each
-	// by the SHA-256 of its bytes, which the owner's client computes from
-	// the file itself.
-	Files       []File    `json:"files,omitempty"`
+	SteerID     string    `json:"steerId"`
+	MessageID   int64     `json:"messageId"`
+	Room        string    `json:"room"`
+	Agent       string    `json:"agent"`
+	Owner       string    `json:"owner"`
+	Sender      string    `json:"sender"`
+	Text        string    `json:"text"`
+	TextHash    string    `json:"textHash"`
 	Status      string    `json:"status"` // held, or what became of it
 	ForwardedBy string    `json:"forwardedBy,omitempty"`
 	Expires     time.Time `json:"expires"`
 	At          time.Time `json:"at"`
+	// Files are the files posted with the message: a forward names each
+	// by the SHA-256 of its bytes, which the owner's client computes from
+	// the file itself.
+	Files []File `json:"files,omitempty"`
 }
