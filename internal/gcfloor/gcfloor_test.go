@@ -4,25 +4,31 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
 
 func TestPercent(t *testing.T) {
+	const mib = 1 << 20
 	for _, tc := range []struct {
-		name        string
-		live, floor uint64
-		want        int
+		name               string
+		live, extra, floor uint64
+		want               int
 	}{
-		{"NothingLiveYet", 0, 64 << 20, 100},
-		{"SmallHeapRaisesIt", 5 << 20, 64 << 20, 1180},
-		{"HalfTheFloorIsGosOwn", 32 << 20, 64 << 20, 100},
-		{"LargeHeapIsGosOwn", 1 << 30, 64 << 20, 100},
-		{"TinyHeapIsBounded", 1, 64 << 20, maxPercent},
+		{"NothingLiveYet", 0, 0, 64 * mib, 100},
+		{"SmallHeapRaisesIt", 5 * mib, 0, 64 * mib, 1180},          // 5 + 5×11.8 = 64
+		{"StacksAndGlobalsCount", 5 * mib, 1 * mib, 64 * mib, 983}, // 5 + 6×9.83 = 64
+		{"HalfTheFloorIsGosOwn", 32 * mib, 0, 64 * mib, 100},
+		{"LargeHeapIsGosOwn", 1 << 30, 0, 64 * mib, 100},
+		// The runtime's least goal is 4 MiB×GOGC/100: above 1600 it alone
+		// would pass 64 MiB.
+		{"TinyHeapStopsAtTheRuntimesMinimum", 1, 0, 64 * mib, 1600},
+		{"NeverBelowGosDefault", 30 * mib, 5 * mib, 64 * mib, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Percent(tc.live, tc.floor); got != tc.want {
-				t.Fatalf("Percent(%d, %d) = %d, want %d", tc.live, tc.floor, got, tc.want)
+			if got := Percent(tc.live, tc.extra, tc.floor); got != tc.want {
+				t.Fatalf("Percent(%d, %d, %d) = %d, want %d", tc.live, tc.extra, tc.floor, got, tc.want)
 			}
 		})
 	}
@@ -64,6 +70,13 @@ func TestStart(t *testing.T) {
 		}
 		if Start(DefaultFloor) {
 			t.Fatal("a second Start started again")
+		}
+		// The goal the runtime works to is about the floor, not past it.
+		s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+		runtime.GC()
+		metrics.Read(s)
+		if goal := s[0].Value.Uint64(); goal > DefaultFloor*5/4 {
+			t.Fatalf("the heap goal is %d MiB, past the %d MiB floor", goal>>20, DefaultFloor>>20)
 		}
 	})
 }
