@@ -71,11 +71,18 @@ type Statement struct {
 	Steer       string          `json:"steer,omitempty"`
 	Sender      string          `json:"sender,omitempty"`
 	TextHash    string          `json:"textHash,omitempty"`
-	// Files are the SHA-256 (lower-case hex) of the files posted with a
-	// forwarded message, in the message's order; none: it has none.
-	Files   []string `json:"files,omitempty"`
-	Expires string   `json:"expires"` // RFC 3339
-	Nonce   string   `json:"nonce"`   // unique per statement; the bridge refuses a second use
+	// Files are the files posted with a forwarded message, in the
+	// message's order, each by the name the agent will see and the SHA-256
+	// of its bytes; none: it has none.
+	Files   []StatementFile `json:"files,omitempty"`
+	Expires string          `json:"expires"` // RFC 3339
+	Nonce   string          `json:"nonce"`   // unique per statement; the bridge refuses a second use
+}
+
+// StatementFile is one file of a forwarded message as the owner saw it.
+type StatementFile struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"` // hex
 }
 
 // ExpiresAt is the statement's expiry (zero if it does not parse).
@@ -164,8 +171,12 @@ func ParseStatement(raw []byte) (Statement, error) {
 	case StatementForward:
 		err = errors.Join(missing("steer", s.Steer), missing("room", s.Room), missing("sender", s.Sender), missing("textHash", s.TextHash))
 		for _, f := range s.Files {
-			if !isSHA256Hex(f) {
-				err = errors.Join(err, fmt.Errorf("a forward statement names its files by SHA-256 (64 hex digits), not %.70q", f))
+			if !isSHA256Hex(f.SHA256) {
+				err = errors.Join(err, fmt.Errorf("a forward statement names each file's SHA-256 (64 hex digits), not %.70q", f.SHA256))
+				break
+			}
+			if f.Name == "" || len(f.Name) > 255 {
+				err = errors.Join(err, errors.New("a forward statement names each file by its name (1 to 255 bytes)"))
 				break
 			}
 		}
@@ -411,9 +422,13 @@ func matchStatement(got, want Statement) error {
 		if len(got.Files) != len(want.Files) {
 			return fmt.Errorf("it names %d files, and the message has %d", len(got.Files), len(want.Files))
 		}
-		for i := range want.Files {
-			if !strings.EqualFold(got.Files[i], want.Files[i]) {
-				return fmt.Errorf("its file %d is %.12s…, not %.12s…", i+1, got.Files[i], want.Files[i])
+		for i, w := range want.Files {
+			g := got.Files[i]
+			if !strings.EqualFold(g.SHA256, w.SHA256) {
+				return fmt.Errorf("its file %d is %.12s…, not %.12s…", i+1, g.SHA256, w.SHA256)
+			}
+			if g.Name != w.Name {
+				return fmt.Errorf("its file %d is named %.70q, not %.70q", i+1, g.Name, w.Name)
 			}
 		}
 	}

@@ -163,8 +163,10 @@ func TestParseStatement(t *testing.T) {
 		{"ErrBadExpiry", `{"agent":"a/b","decision":"add","expires":"soon","kind":"consent","nonce":"0123456789abcdef","room":"dev","v":1}`, "expiry"},
 		{"ErrVersion", `{"agent":"a/b","decision":"add","expires":"` + exp + `","kind":"consent","nonce":"0123456789abcdef","room":"dev","v":2}`, "version"},
 		{"ErrDuplicateKey", `{"agent":"a/b","agent":"a/c","decision":"add","expires":"` + exp + `","kind":"consent","nonce":"0123456789abcdef","room":"dev","v":1}`, "Duplicate key"},
-		{"OKForwardWithFiles", `{"agent":"a/b","decision":"forward","expires":"` + exp + `","files":["` + strings.Repeat("ab", 32) + `"],"kind":"forward","nonce":"0123456789abcdef","room":"dev","sender":"bob","steer":"s1.0","textHash":"ab","v":1}`, ""},
-		{"ErrForwardFileNotADigest", `{"agent":"a/b","decision":"forward","expires":"` + exp + `","files":["notes.txt"],"kind":"forward","nonce":"0123456789abcdef","room":"dev","sender":"bob","steer":"s1.0","textHash":"ab","v":1}`, "SHA-256"},
+		{"OKForwardWithFiles", `{"agent":"a/b","decision":"forward","expires":"` + exp + `","files":[{"name":"notes.txt","sha256":"` + strings.Repeat("ab", 32) + `"}],"kind":"forward","nonce":"0123456789abcdef","room":"dev","sender":"bob","steer":"s1.0","textHash":"ab","v":1}`, ""},
+		{"ErrForwardFileNotADigest", `{"agent":"a/b","decision":"forward","expires":"` + exp + `","files":[{"name":"notes.txt","sha256":"notes.txt"}],"kind":"forward","nonce":"0123456789abcdef","room":"dev","sender":"bob","steer":"s1.0","textHash":"ab","v":1}`, "SHA-256"},
+		{"ErrForwardFileUnnamed", `{"agent":"a/b","decision":"forward","expires":"` + exp + `","files":[{"name":"","sha256":"` + strings.Repeat("ab", 32) + `"}],"kind":"forward","nonce":"0123456789abcdef","room":"dev","sender":"bob","steer":"s1.0","textHash":"ab","v":1}`, "by its name"},
+		{"ErrForwardFileUnknownField", `{"agent":"a/b","decision":"forward","expires":"` + exp + `","files":[{"name":"a","run":true,"sha256":"` + strings.Repeat("ab", 32) + `"}],"kind":"forward","nonce":"0123456789abcdef","room":"dev","sender":"bob","steer":"s1.0","textHash":"ab","v":1}`, "unknown field"},
 		{"ErrPolicyNotObject", `{"agent":"a/b","decision":"set","expires":"` + exp + `","kind":"policy","nonce":"0123456789abcdef","policy":[],"v":1}`, "policy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,24 +187,32 @@ func TestParseStatement(t *testing.T) {
 func TestForwardNamesTheFiles(t *testing.T) {
 	key, spki := newKey(t)
 	dev := &Device{ID: DeviceID(spki), Kind: DeviceWebCrypto, PublicKey: spki}
-	a, b, c := FileHash([]byte("a")), FileHash([]byte("b")), FileHash([]byte("c"))
-	forward := func(files ...string) Statement {
+	f := func(name, content string) StatementFile {
+		return StatementFile{Name: name, SHA256: FileHash([]byte(content))}
+	}
+	a, b, c := f("a.txt", "a"), f("b.txt", "b"), f("c.txt", "c")
+	upper := a
+	upper.SHA256 = strings.ToUpper(upper.SHA256)
+	renamed := a
+	renamed.Name = "run-this-first.txt"
+	forward := func(files ...StatementFile) Statement {
 		return Statement{V: 1, Kind: StatementForward, Decision: "forward", Agent: "alice/codex", Steer: "s9.0", Room: "dev", Sender: "bob",
 			TextHash: TextHash("look at these"), Files: files, Expires: stmtNow.Add(time.Minute).Format(time.RFC3339), Nonce: "n-0123456789abcdef"}
 	}
 	for _, tt := range []struct {
 		name          string
-		signed, their []string
+		signed, their []StatementFile
 		ok            bool
 	}{
 		{"OKNoFiles", nil, nil, true},
-		{"OKSameFiles", []string{a, b}, []string{a, b}, true},
-		{"OKUpperCaseDigest", []string{strings.ToUpper(a)}, []string{a}, true},
-		{"ErrFileAdded", []string{a}, []string{a, c}, false},
-		{"ErrFileDropped", []string{a, b}, []string{a}, false},
-		{"ErrFileSwapped", []string{a, b}, []string{a, c}, false},
-		{"ErrFilesReordered", []string{a, b}, []string{b, a}, false},
-		{"ErrFilesOnAMessageWithout", []string{a}, nil, false},
+		{"OKSameFiles", []StatementFile{a, b}, []StatementFile{a, b}, true},
+		{"OKUpperCaseDigest", []StatementFile{upper}, []StatementFile{a}, true},
+		{"ErrFileAdded", []StatementFile{a}, []StatementFile{a, c}, false},
+		{"ErrFileDropped", []StatementFile{a, b}, []StatementFile{a}, false},
+		{"ErrFileSwapped", []StatementFile{a, b}, []StatementFile{a, c}, false},
+		{"ErrFileRenamed", []StatementFile{a}, []StatementFile{renamed}, false},
+		{"ErrFilesReordered", []StatementFile{a, b}, []StatementFile{b, a}, false},
+		{"ErrFilesOnAMessageWithout", []StatementFile{a}, nil, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := canon(t, forward(tt.signed...))

@@ -470,11 +470,14 @@ func (r *runner) checkForward(st wire.Steer) authz.Decision {
 		return authz.Decision{Reason: authz.ReasonWrongStatement, Message: "only the owner forwards messages to @" + r.cfg.Name}
 	}
 	// The owner hands on the words and the files they were shown: a hub
-	// that added, dropped or swapped a file has it refused here, and the
+	// that added, dropped, renamed or swapped a file has it refused here, and the
 	// bytes fetched later must be the ones named (attachments.go).
-	var files []string
+	var files []authz.StatementFile
 	for _, f := range st.Files {
-		files = append(files, f.SHA256)
+		if f.SHA256 == "" {
+			return authz.Decision{Reason: authz.ReasonWrongStatement, Message: "the hub sent no SHA-256 for " + f.Name + ", so the bridge cannot tell that it is the file the owner forwarded"}
+		}
+		files = append(files, authz.StatementFile{Name: f.Name, SHA256: f.SHA256})
 	}
 	_, d := r.b.trust.checkSigned(st.Forward, authz.Statement{Kind: authz.StatementForward, Agent: r.handleName(), Steer: st.ID, Room: st.Room,
 		Sender: st.Sender, TextHash: authz.TextHash(st.Text), Files: files})

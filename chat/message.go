@@ -59,6 +59,10 @@ type File struct {
 // FileURL is where a room's members download a file.
 func FileURL(room, id string) string { return "/api/v1/rooms/" + room + "/files/" + id }
 
+// RequestFileURL is where the owner asked to forward a moderated mention
+// (and its sender) download a file posted with it.
+func RequestFileURL(steerID, id string) string { return "/api/v1/requests/" + steerID + "/files/" + id }
+
 // Reaction is one emoji on a message and who reacted with it.
 type Reaction struct {
 	Emoji string   `json:"emoji"`

@@ -193,4 +193,34 @@ func TestModeratedMention(t *testing.T) {
 			t.Fatalf("the model saw %d more requests", n-before)
 		}
 	})
+	t.Run("OwnerOutsideTheRoomForwardsFiles", func(t *testing.T) {
+		// bob invites alice's agent to a room of his, she accepts without
+		// joining it: she may read the files of a message held for her
+		// (through the request), and the room's own file route still
+		// refuses her; nobody else reads them through the request.
+		tm.bob.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "bobs"})
+		inv := tm.bob.AddAgent("bobs", handle).Body["invitation"].(map[string]any)
+		tm.alice.Accept(int64(inv["id"].(float64)))
+		file := upload(t, tm.bob, "bobs", "plan.txt", []byte("PLAN-MARKER-7: rename the lexer\n"))
+		r := tm.bob.Must(201, "POST", "/api/v1/rooms/bobs/messages", map[string]any{"text": "@alice/local see my plan", "files": []string{file}})
+		id := int64(r.Body["message"].(map[string]any)["id"].(float64))
+		steer := testhub.AsList(r.Body["receipts"])[0]["steerId"].(string)
+		receipt(t, tm.bob, "bobs", id, handle, "held")
+		if s := tm.alice.Do("GET", "/api/v1/rooms/bobs/files/"+file, nil).Status; s != 403 && s != 404 {
+			t.Fatalf("alice read a file of a room she is not in: %d", s)
+		}
+		url := "/api/v1/requests/" + steer + "/files/" + file
+		if got := tm.alice.Must(200, "GET", url, nil).Raw; !strings.Contains(string(got), "PLAN-MARKER-7") {
+			t.Fatalf("alice got %q", got)
+		}
+		tm.dave.Must(404, "GET", url, nil)
+		tm.alice.Must(404, "GET", "/api/v1/requests/"+steer+"/files/f0123456789abcdef", nil)
+		before := len(stub.Requests())
+		tm.alice.Forward(steer)
+		receipt(t, tm.bob, "bobs", id, handle, "done")
+		req := stub.WaitRequest(t, before+1, 15*time.Second)
+		if !strings.Contains(strings.Join(req.UserTexts(), "\n"), "PLAN-MARKER-7") {
+			t.Fatalf("the agent did not get the file:\n%s", strings.Join(req.UserTexts(), "\n"))
+		}
+	})
 }

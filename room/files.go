@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -256,6 +257,26 @@ func (s *Service) OpenFile(ctx context.Context, actor *chat.User, roomName, id s
 	f, err := s.FileByID(ctx, id)
 	if err != nil || f.Room != roomName || f.Deleted || (f.MessageID == 0 && f.Uploader != actor.Name) {
 		return nil, nil, wh.Errorf(wh.ENotFound, "no file %s in %s", id, roomName)
+	}
+	rc, err := s.fileBytes(ctx, id)
+	return f, rc, err
+}
+
+// OpenRequestFile opens a file posted with a moderated mention for the
+// owner of the agent it asks (or its sender): the owner decides what to
+// forward, and may not be a member of the room it was posted in.
+func (s *Service) OpenRequestFile(ctx context.Context, actor *chat.User, steerID, id string) (*store.StoredFile, io.ReadCloser, error) {
+	notFound := wh.Errorf(wh.ENotFound, "no file %s with moderated message %s", clipID(id), clipID(steerID))
+	q, err := s.Request(ctx, steerID)
+	if err != nil || (q.Owner != actor.Name && q.Sender != actor.Name) || !wire.ValidFileID(id) {
+		return nil, nil, notFound
+	}
+	if !slices.ContainsFunc(q.Files, func(f chat.File) bool { return f.ID == id }) {
+		return nil, nil, notFound
+	}
+	f, err := s.FileByID(ctx, id)
+	if err != nil || f.Deleted || f.MessageID != q.MessageID {
+		return nil, nil, notFound
 	}
 	rc, err := s.fileBytes(ctx, id)
 	return f, rc, err

@@ -214,6 +214,11 @@ func scanRequest(sc scanner) (chat.Request, int64, error) {
 	err := sc.Scan(&q.SteerID, &q.MessageID, &q.Room, &q.Agent, &q.Owner, &q.Sender, &q.Text, &files, &q.Status, &q.ForwardedBy, &exp, &at, &owner)
 	q.TextHash = authz.TextHash(q.Text)
 	json.Unmarshal([]byte(files), &q.Files)
+	for i := range q.Files {
+		// The owner may not be in the room: the request's own route serves
+		// them (room.OpenRequestFile).
+		q.Files[i].URL = chat.RequestFileURL(q.SteerID, q.Files[i].ID)
+	}
 	q.Expires, _ = time.Parse(time.RFC3339Nano, exp)
 	q.At, _ = time.Parse(time.RFC3339Nano, at)
 	return q, owner, err

@@ -218,6 +218,20 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, u *chat.User) e
 	if err != nil {
 		return err
 	}
+	return s.serveFile(w, r, f, rc)
+}
+
+// getRequestFile serves a file of a moderated mention to the owner asked
+// (who may not be in the room) and to its sender, as getFile does.
+func (s *Server) getRequestFile(w http.ResponseWriter, r *http.Request, u *chat.User) error {
+	f, rc, err := s.rooms.OpenRequestFile(r.Context(), u, r.PathValue("id"), r.PathValue("file"))
+	if err != nil {
+		return err
+	}
+	return s.serveFile(w, r, f, rc)
+}
+
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, f *store.StoredFile, rc io.ReadCloser) error {
 	defer rc.Close()
 	disp := "attachment"
 	if room.SafeImage(f.Type) {

@@ -37,6 +37,7 @@ func (s *Server) ownerRoutes(mux *http.ServeMux) {
 	mux.Handle("PATCH /api/v1/rooms/{room}/agents/{owner}/{name}", s.authed(s.patchRoomAgent))
 	mux.Handle("GET /api/v1/requests", s.authed(s.getRequests))
 	mux.Handle("POST /api/v1/requests/{id}", s.authed(s.postRequest))
+	mux.Handle("GET /api/v1/requests/{id}/files/{file}", s.authed(s.getRequestFile))
 }
 
 func (s *Server) getDevices(w http.ResponseWriter, r *http.Request, u *chat.User) error {

@@ -37,7 +37,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.HookRuns, "hook-runs", 200, "runs of each hook case")
 	only := fs.String("only", "", "run only these sections, comma-separated: "+strings.Join(bench.Sections, ", "))
 	asJSON := fs.Bool("json", false, "print the results as JSON on stdout (the report goes to stderr), to compare runs")
-	compare := fs.String("compare", "", "after the run, print each section's headline figures beside those of this earlier run (its --json output)")
+	compare := fs.String("compare", "", "after the run, print each section's headline figures beside those of this earlier run (its --json output; with --json, write the new run to another file)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

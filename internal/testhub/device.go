@@ -174,9 +174,9 @@ func (c *Client) Forward(steerID string) Response {
 	for _, q := range asList(rs.Body["requests"]) {
 		if q["steerId"] == steerID {
 			// The words and files shown, hashed here (as the browser does).
-			var files []string
+			var files []authz.StatementFile
 			for _, f := range asList(q["files"]) {
-				files = append(files, authz.FileHash(c.Must(200, "GET", f["url"].(string), nil).Raw))
+				files = append(files, authz.StatementFile{Name: f["name"].(string), SHA256: authz.FileHash(c.Must(200, "GET", f["url"].(string), nil).Raw)})
 			}
 			signed := c.Device.Sign(c.t, authz.Statement{Kind: authz.StatementForward, Agent: q["agent"].(string), Steer: steerID,
 				Room: q["room"].(string), Sender: q["sender"].(string), TextHash: authz.TextHash(q["text"].(string)), Files: files})

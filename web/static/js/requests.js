@@ -8,7 +8,7 @@ import { api, ApiError } from './api.js';
 import { h, avatar, fmtFull, fmtTime, toast } from './dom.js';
 import { fmtSize } from './render/files.js';
 import { state, emit } from './store.js';
-import { sign, NoDeviceError, SIGNATURE_REASONS, textHash, fileHash } from './signing.js';
+import { sign, NoDeviceError, SIGNATURE_REASONS, textHash, downloadFile } from './signing.js';
 import { enrollPrompt } from './devices.js';
 
 export async function loadRequests() {
@@ -21,8 +21,35 @@ export async function loadRequests() {
   emit('requests');
 }
 
+// Each held request's files, downloaded once: the links the owner opens
+// and the hashes a forward signs come from the same bytes. By steer id, a
+// promise of [{name, sha256, url}] (url: a blob: URL of those bytes).
+const downloaded = new Map();
+
+function filesOf(q) {
+  if (!(q.files || []).length) return Promise.resolve([]);
+  let p = downloaded.get(q.steerId);
+  if (!p) {
+    p = Promise.all(q.files.map(async (f) => {
+      const { sha256, blob } = await downloadFile(f.url, f.name);
+      return { name: f.name, sha256, url: URL.createObjectURL(blob) };
+    }));
+    downloaded.set(q.steerId, p);
+    p.catch(() => downloaded.delete(q.steerId)); // tried again on the next look
+  }
+  return p;
+}
+
+function forgetFiles(steerId) {
+  const p = downloaded.get(steerId);
+  if (!p) return;
+  downloaded.delete(steerId);
+  p.then((fs) => fs.forEach((f) => URL.revokeObjectURL(f.url)), () => {});
+}
+
 export function upsertRequest(q) {
   if (!q || !q.steerId) return;
+  if (q.status && q.status !== 'held') forgetFiles(q.steerId);
   const old = state.requests.get(q.steerId);
   state.requests.set(q.steerId, { ...(old || {}), ...q });
   if (!old && q.status === 'held' && q.owner === state.me?.name) toast(`@${q.sender} asks @${q.agent}: forward it or decline it in your Inbox`);
@@ -37,6 +64,28 @@ export function waitingForMe() {
 
 const where = (room) => (String(room).startsWith('dm:') ? 'a DM' : '#' + room);
 
+// fileList lists a held request's files; each link opens the bytes this
+// browser downloaded once it has them (the ones a forward signs).
+function fileList(q) {
+  const fs = q.files || [];
+  if (!fs.length) return null;
+  const links = fs.map((f) => h('a', { download: f.name, 'aria-disabled': 'true' }, f.name));
+  const notes = fs.map(() => h('span', { class: 'request-file-note' }, ' · reading…'));
+  if (q.status === 'held' && q.owner === state.me?.name) {
+    filesOf(q).then((got) => got.forEach((g, i) => {
+      links[i].href = g.url;
+      links[i].removeAttribute('aria-disabled');
+      notes[i].textContent = '';
+    }), (ex) => notes.forEach((n) => { n.textContent = ` · ${ex.message}`; }));
+  } else {
+    // Not yours to forward: a plain download.
+    links.forEach((a, i) => { a.href = fs[i].url; a.removeAttribute('aria-disabled'); });
+    notes.forEach((n) => { n.textContent = ''; });
+  }
+  return h('ul', { class: 'request-files', 'aria-label': 'files posted with it' },
+    fs.map((f, i) => h('li', null, links[i], ` · ${fmtSize(f.size)}`, notes[i])));
+}
+
 export function requestCard(q) {
   const actions = h('div', { class: 'card-actions' });
   const note = h('div', { class: 'request-prompt' });
@@ -50,10 +99,11 @@ export function requestCard(q) {
         // their hash is this browser's own, never the hub's (a hub that
         // showed one text and named the hash of another would have the
         // owner sign what they never read).
-        // The same for the files: each is downloaded and hashed here.
+        // The same for the files: each by its name and the hash of the
+        // bytes this browser downloaded (and shows behind its link).
         const st = { kind: 'forward', agent: q.agent, steer: q.steerId, room: q.room, sender: q.sender, textHash: await textHash(q.text) };
-        const files = q.files || [];
-        if (files.length) st.files = await Promise.all(files.map((f) => fileHash(f.url)));
+        const files = await filesOf(q);
+        if (files.length) st.files = files.map((f) => ({ name: f.name, sha256: f.sha256 }));
         signed = await sign(state.me.name, st);
       }
       const d = await api.answerRequest(q.steerId, decision, signed);
@@ -79,8 +129,7 @@ export function requestCard(q) {
       h('p', { class: 'card-title' }, `@${q.sender} asks @${q.agent}`),
       h('p', { class: 'card-sub', title: fmtFull(q.at) }, `in ${where(q.room)} · ${fmtTime(q.at)}`))),
   h('pre', { class: 'request-text', tabindex: '0' }, q.text),
-  (q.files || []).length ? h('ul', { class: 'request-files', 'aria-label': 'files posted with it' },
-    q.files.map((f) => h('li', null, h('a', { href: f.url, target: '_blank', rel: 'noopener', download: f.name }, f.name), ` · ${fmtSize(f.size)}`))) : null,
+  fileList(q),
   h('p', { class: 'card-note' }, `Forwarding hands @${q.sender}'s words${(q.files || []).length ? ' and files' : ''} to your agent as theirs (fenced, not yours), signed by this browser.`),
   actions, note);
 }
