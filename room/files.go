@@ -268,6 +268,9 @@ func (s *Service) OpenFile(ctx context.Context, actor *chat.User, roomName, id s
 func (s *Service) OpenRequestFile(ctx context.Context, actor *chat.User, steerID, id string) (*store.StoredFile, io.ReadCloser, error) {
 	notFound := wh.Errorf(wh.ENotFound, "no file %s with moderated message %s", clipID(id), clipID(steerID))
 	q, err := s.Request(ctx, steerID)
+	if err != nil && wh.ErrorCode(err) != wh.ENotFound {
+		return nil, nil, err // the hub cannot read it now, which is not "no such file"
+	}
 	if err != nil || (q.Owner != actor.Name && q.Sender != actor.Name) || !wire.ValidFileID(id) {
 		return nil, nil, notFound
 	}
@@ -275,6 +278,9 @@ func (s *Service) OpenRequestFile(ctx context.Context, actor *chat.User, steerID
 		return nil, nil, notFound
 	}
 	f, err := s.FileByID(ctx, id)
+	if err != nil && wh.ErrorCode(err) != wh.ENotFound {
+		return nil, nil, err
+	}
 	if err != nil || f.Deleted || f.MessageID != q.MessageID {
 		return nil, nil, notFound
 	}

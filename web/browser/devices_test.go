@@ -269,7 +269,9 @@ func (s *suite) ceilingAndModeration(t *testing.T) {
 	a.visible(t, card+` .request-files a[download="readme-notes.txt"]`)
 	// Its link opens the bytes this browser downloaded (and signs), not a
 	// second download the hub could answer differently.
-	a.waitJS(t, "the file's link to the downloaded bytes", fmt.Sprintf(`(document.querySelector(%s)?.href || '').startsWith('blob:')`, js(card+` .request-files a[download="readme-notes.txt"]`)))
+	fileLink := card + ` .request-files a[download="readme-notes.txt"]`
+	a.waitJS(t, "the file's link to the downloaded bytes", fmt.Sprintf(`(document.querySelector(%s)?.href || '').startsWith('blob:')`, js(fileLink)))
+
 	a.shot(t, s.shots, "request")
 	// The browser signs the hash of the words it shows, not the one the
 	// hub sent beside them: a forged one here would be refused by the

@@ -25,6 +25,7 @@ import { initThread, closeThread } from './thread.js';
 import { initReactions } from './reactions.js';
 import { initEdit } from './edit.js';
 import { initUploads, loadUploadLimits, resetUploads } from './uploads.js';
+import { forgetAllFiles } from './requests.js';
 import { initSearch } from './search.js';
 import { initNotify, loadNotify, primeNotify, setLevelFromHub, resetNotify } from './notify.js';
 import { openPeople } from './people.js';
@@ -302,6 +303,7 @@ function sessionLost(notice) {
   state.approvals = new Map();
   state.invitations = new Map();
   state.requests = new Map();
+  forgetAllFiles();
   state.allAgents = [];
   clearMessages();
   resetComposer();

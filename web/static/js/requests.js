@@ -18,40 +18,69 @@ export async function loadRequests() {
   } catch (ex) {
     if (ex instanceof ApiError && ex.missing) state.features.requests = false;
   }
+  keepFilesOf(waitingForMe());
   emit('requests');
 }
 
 // Each held request's files, downloaded once: the links the owner opens
-// and the hashes a forward signs come from the same bytes. By steer id, a
-// promise of [{name, sha256, url}] (url: a blob: URL of those bytes).
+// and the names and hashes a forward signs come from the same downloaded
+// records. Keyed by the request and the very files it lists (an update
+// naming other files is another download), a promise of
+// [{name, sha256, url}] (url: a blob: URL of those bytes), or of an error
+// (kept, so the Inbox does not download again on every redraw: Forward
+// tries again).
 const downloaded = new Map();
 
-function filesOf(q) {
+const filesKey = (q) => [q.steerId, ...(q.files || []).map((f) => `${f.id}\u0000${f.name}\u0000${f.url}`)].join('\u0001');
+
+// Files open as the room's route serves them: an image a browser shows
+// safely as itself, anything else only as a download (never rendered in
+// this page's origin).
+const SHOWN = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+function filesOf(q, retry = false) {
   if (!(q.files || []).length) return Promise.resolve([]);
-  let p = downloaded.get(q.steerId);
-  if (!p) {
-    p = Promise.all(q.files.map(async (f) => {
-      const { sha256, blob } = await downloadFile(f.url, f.name);
-      return { name: f.name, sha256, url: URL.createObjectURL(blob) };
-    }));
-    downloaded.set(q.steerId, p);
-    p.catch(() => downloaded.delete(q.steerId)); // tried again on the next look
-  }
-  return p;
+  const key = filesKey(q);
+  const had = downloaded.get(key);
+  if (had && !(retry && had.failed)) return had.p;
+  const entry = { steerId: q.steerId, failed: false };
+  entry.p = Promise.allSettled(q.files.map(async (f) => {
+    const { sha256, bytes, type } = await downloadFile(f.url, f.name);
+    const shown = SHOWN.has(type.split(';')[0].trim()) ? type : 'application/octet-stream';
+    return { name: f.name, sha256, url: URL.createObjectURL(new Blob([bytes], { type: shown })) };
+  })).then((rs) => {
+    const bad = rs.find((r) => r.status === 'rejected');
+    if (!bad) return rs.map((r) => r.value);
+    rs.forEach((r) => { if (r.status === 'fulfilled') URL.revokeObjectURL(r.value.url); });
+    entry.failed = true;
+    throw bad.reason;
+  });
+  entry.p.catch(() => {});
+  downloaded.set(key, entry);
+  return entry.p;
 }
 
-function forgetFiles(steerId) {
-  const p = downloaded.get(steerId);
-  if (!p) return;
-  downloaded.delete(steerId);
-  p.then((fs) => fs.forEach((f) => URL.revokeObjectURL(f.url)), () => {});
+function forget(key) {
+  const e = downloaded.get(key);
+  if (!e) return;
+  downloaded.delete(key);
+  e.p.then((fs) => fs.forEach((f) => URL.revokeObjectURL(f.url)), () => {});
 }
+
+// keepFilesOf lets go of the downloads of every request but these.
+function keepFilesOf(qs) {
+  const keep = new Set(qs.map(filesKey));
+  for (const key of [...downloaded.keys()]) if (!keep.has(key)) forget(key);
+}
+
+// forgetAllFiles lets go of every download (logging out).
+export function forgetAllFiles() { keepFilesOf([]); }
 
 export function upsertRequest(q) {
   if (!q || !q.steerId) return;
-  if (q.status && q.status !== 'held') forgetFiles(q.steerId);
   const old = state.requests.get(q.steerId);
   state.requests.set(q.steerId, { ...(old || {}), ...q });
+  keepFilesOf(waitingForMe());
   if (!old && q.status === 'held' && q.owner === state.me?.name) toast(`@${q.sender} asks @${q.agent}: forward it or decline it in your Inbox`);
   emit('requests');
 }
@@ -102,7 +131,7 @@ export function requestCard(q) {
         // The same for the files: each by its name and the hash of the
         // bytes this browser downloaded (and shows behind its link).
         const st = { kind: 'forward', agent: q.agent, steer: q.steerId, room: q.room, sender: q.sender, textHash: await textHash(q.text) };
-        const files = await filesOf(q);
+        const files = await filesOf(q, true);
         if (files.length) st.files = files.map((f) => ({ name: f.name, sha256: f.sha256 }));
         signed = await sign(state.me.name, st);
       }

@@ -225,15 +225,15 @@ export async function textHash(text) {
   return hex(await crypto.subtle.digest('SHA-256', utf8(text)));
 }
 
-// downloadFile fetches a file once and returns its bytes (as a Blob) with
-// their SHA-256, lower-case hex (authz.FileHash): what a forward names the
-// file by, never the hub's word. Whoever shows the file shows this Blob, so
+// downloadFile fetches a file once and returns its bytes with their
+// SHA-256, lower-case hex (authz.FileHash): what a forward names the file
+// by, never the hub's word. Whoever shows the file shows these bytes, so
 // the bytes the owner opens are the bytes signed.
 export async function downloadFile(url, name) {
   const r = await fetch(url, { credentials: 'same-origin' });
   if (!r.ok) throw new Error(`This browser could not read ${name} (${r.status}), so it cannot vouch for it.`);
-  const buf = await r.arrayBuffer();
-  return { sha256: hex(await crypto.subtle.digest('SHA-256', buf)), blob: new Blob([buf], { type: r.headers.get('Content-Type') || 'application/octet-stream' }) };
+  const bytes = await r.arrayBuffer();
+  return { sha256: hex(await crypto.subtle.digest('SHA-256', bytes)), bytes, type: r.headers.get('Content-Type') || '' };
 }
 
 const hex = (buf) => [...new Uint8Array(buf)].map((x) => x.toString(16).padStart(2, '0')).join('');
