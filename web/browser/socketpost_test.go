@@ -139,6 +139,36 @@ func TestPostOverSocket(t *testing.T) {
 		shownOnce(t, "reply lost")
 		p.waitJS(t, "the live feed back", `__sockets.ready === 3 && document.querySelector('#reconnecting').hidden`)
 	})
+
+	t.Run("BurstPastTheSocketsBoundGoesOverHTTP", func(t *testing.T) {
+		// The page keeps at most as many posts under way on its socket as
+		// the hub takes (8, its ready frame says); a burst sends the rest
+		// over HTTP at once, each with its key. All are stored once. (The
+		// hub's own 429 past its bound, for clients that do not keep it, is
+		// tested in hub/wspost_test.go.)
+		http0, socket0 := metric(h.Metrics(), httpPosts), metric(h.Metrics(), socketPosts)
+		evalAwait[bool](t, p, `import('/js/api.js').then((m) => Promise.all([...Array(30).keys()].map((i) => m.api.post('ops', 'burst post ' + i)))).then(() => true)`)
+		testhub.CheckFor(t, waitTimeout, "30 posts answered", func() error {
+			over, http := metric(h.Metrics(), socketPosts)-socket0, metric(h.Metrics(), httpPosts)-http0
+			if over+http != 30 {
+				return fmt.Errorf("%g over the socket and %g over HTTP", over, http)
+			}
+			if over == 0 || http == 0 {
+				return fmt.Errorf("all 30 went one way (%g over the socket)", over)
+			}
+			return nil
+		})
+		stored := map[string]int{}
+		for _, m := range testhub.AsList(admin.Must(200, "GET", "/api/v1/rooms/ops/messages?limit=100", nil).Body["messages"]) {
+			stored[fmt.Sprint(m["text"])]++
+		}
+		for i := range 30 {
+			if text := fmt.Sprintf("burst post %d", i); stored[text] != 1 {
+				t.Errorf("%q is stored %d times", text, stored[text])
+			}
+		}
+		p.waitJS(t, "the burst shown", messageJS("root", "burst post 29"))
+	})
 	p.noErrors(t)
 }
 
