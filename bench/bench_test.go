@@ -16,8 +16,8 @@ func TestMain(m *testing.M) {
 
 // The figures come from `wheelhouse bench` or `go test -run '^$' -bench .
 // ./bench/`; the test below only checks that a tiny suite runs end to end
-// (the cluster and start-up sections need binaries; they have their own
-// paths in `wheelhouse bench`).
+// (the start-up section needs the built binary, and the cluster section
+// has a test of its own below).
 func TestSuiteRuns(t *testing.T) {
 	o := Options{Posts: 50, Concurrency: 4, OneMessages: 5, Room: RoomOptions{Members: 6, Messages: 3, BusyRooms: 2, BusyRate: 20},
 		Mentions: 20, IdleSockets: 20, ModelCalls: 20, SearchMessages: 300, SearchQueries: 20, Uploads: 3, UploadBytes: 64 << 10,
@@ -28,6 +28,26 @@ func TestSuiteRuns(t *testing.T) {
 	}
 	if len(res.Posts) != 4 || len(res.Fanout) != 2 || len(res.Mentions) != 4 || res.Idle == nil || res.Model == nil || res.Search == nil || res.Uploads == nil {
 		t.Fatalf("sections missing from the results: %+v", res)
+	}
+}
+
+// The cluster section runs end to end on real nats-server processes (the
+// binary scripts/test-tools.sh provides): posts through both hub nodes,
+// post → socket across them, and mentions routed to a bridge paired with
+// the second node.
+func TestClusterRuns(t *testing.T) {
+	r, err := Cluster(context.Background(), 40, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r.String())
+	for name, d := range map[string]Dist{"across": r.Across, "same": r.Same, "mentions": r.Mentions} {
+		if d.N == 0 || d.P50 <= 0 {
+			t.Errorf("%s: no figure: %+v", name, d)
+		}
+	}
+	if r.Posts.PerSecond <= 0 || r.RawPosts.PerSecond <= 0 {
+		t.Errorf("throughput missing: %+v %+v", r.Posts, r.RawPosts)
 	}
 }
 

@@ -157,18 +157,11 @@ func clusterMentions(ctx context.Context, e1, e2 *env, admin *chat.User, client 
 		return Dist{}, err
 	}
 	defer stop()
-	sent := make([]time.Time, n)
-	for k := range n {
+	return p.time(n, func(k int, text string) error {
 		e := []*env{e1, e2}[k%2]
-		sent[k] = time.Now()
-		if _, err := e.post(ctx, client, e.token, "bench", fmt.Sprintf("@bench/probe mark-%d", k)); err != nil {
-			return Dist{}, err
-		}
-	}
-	if err := waitUntil(10*time.Second, "the harness to receive every mention", func() bool { return p.count() >= n }); err != nil {
-		return Dist{}, fmt.Errorf("%w (it has %d of %d)", err, p.count(), n)
-	}
-	return p.latencies(sent), nil
+		_, err := e.post(ctx, client, e.token, "bench", text)
+		return err
+	})
 }
 
 // natsServerBinary finds the nats-server the tests use (scripts/test-tools.sh

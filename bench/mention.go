@@ -107,18 +107,7 @@ func MentionLatency(ctx context.Context, n int, member bool, over string) (Dist,
 			return err
 		}
 	}
-	sent := make([]time.Time, n)
-	for k := range n {
-		from := senders[k*len(senders)/n]
-		sent[k] = time.Now()
-		if err := post(from, fmt.Sprintf("@bench/probe mark-%d", k)); err != nil {
-			return Dist{}, err
-		}
-	}
-	if err := waitUntil(10*time.Second, "the harness to receive every mention", func() bool { return p.count() >= n }); err != nil {
-		return Dist{}, fmt.Errorf("%w (it has %d of %d)", err, p.count(), n)
-	}
-	return p.latencies(sent), nil
+	return p.time(n, func(k int, text string) error { return post(senders[k*len(senders)/n], text) })
 }
 
 // startProbe pairs a bridge with h (as admin) whose one agent, bench/probe,
@@ -165,15 +154,27 @@ func startProbe(ctx context.Context, h *hub.Hub, admin *chat.User, member bool) 
 	return p, stop, nil
 }
 
-// latencies are the probe's arrival times less the sending times.
-func (p *probe) latencies(sent []time.Time) Dist {
+// time posts n mentions of the probe one after another (post sends the
+// k-th text) and returns, once the harness has every one, each mention's
+// time from its post to the harness.
+func (p *probe) time(n int, post func(k int, text string) error) (Dist, error) {
+	sent := make([]time.Time, n)
+	for k := range n {
+		sent[k] = time.Now()
+		if err := post(k, fmt.Sprintf("@bench/probe mark-%d", k)); err != nil {
+			return Dist{}, err
+		}
+	}
+	if err := waitUntil(10*time.Second, "the harness to receive every mention", func() bool { return p.count() >= n }); err != nil {
+		return Dist{}, fmt.Errorf("%w (it has %d of %d)", err, p.count(), n)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ds := make([]time.Duration, 0, len(sent))
+	ds := make([]time.Duration, 0, n)
 	for k, at := range p.got {
 		ds = append(ds, at.Sub(sent[k]))
 	}
-	return dist(ds)
+	return dist(ds), nil
 }
 
 // waitUntil polls cond until it holds or timeout passes.
