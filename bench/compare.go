@@ -28,18 +28,18 @@ type Previous struct {
 func LoadPrevious(path string) (*Previous, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--compare: %v", err)
+		return nil, err
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("--compare: %s is not the JSON of a run (wheelhouse bench --json): %v", path, err)
+		return nil, fmt.Errorf("%s is not the JSON of a run (wheelhouse bench --json): %v", path, err)
 	}
 	started, _ := doc["started"].(string)
 	if t, err := time.Parse(time.RFC3339Nano, started); err == nil {
 		started = t.UTC().Format(time.RFC3339)
 	}
 	if started == "" {
-		return nil, fmt.Errorf("--compare: %s is JSON but not a run of wheelhouse bench --json (it has no \"started\")", path)
+		return nil, fmt.Errorf("%s is JSON but not a run of wheelhouse bench --json (it has no \"started\")", path)
 	}
 	load, _ := doc["loadStart"].(float64)
 	return &Previous{Path: path, Started: started, Load: load, doc: doc}, nil

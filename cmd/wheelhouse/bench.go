@@ -71,7 +71,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *compare != "" {
 		var err error
 		if prev, err = bench.LoadPrevious(*compare); err != nil {
-			return usageError{err.Error()}
+			return usageError{"--compare: " + err.Error()}
 		}
 	}
 	report := stdout
