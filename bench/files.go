@@ -25,8 +25,9 @@ func (b Bytes) String() string {
 	return fmt.Sprintf("%.0f MB/s (%d MB)", b.MBPerSecond(), b.N/1e6)
 }
 
-// MBPerSecond is the rate in megabytes a second.
-func (b Bytes) MBPerSecond() float64 { return float64(b.N) / b.Elapsed.Seconds() / 1e6 }
+// MBPerSecond is the rate in megabytes a second (0 for no time: JSON has no
+// NaN, and one would fail the whole --json output).
+func (b Bytes) MBPerSecond() float64 { return ratio(float64(b.N)/1e6, b.Elapsed.Seconds()) }
 
 // MarshalJSON writes the rate, for comparing runs.
 func (b Bytes) MarshalJSON() ([]byte, error) {
