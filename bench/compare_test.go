@@ -2,11 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/bridge/claude"
 )
 
 // A run compares with an earlier run's --json: the figures both have, each
@@ -56,5 +59,32 @@ func TestCompare(t *testing.T) {
 	}
 	if len(changes) != 4 {
 		t.Errorf("%d changes, want 4 (posts ×2, mentions ×2): %+v", len(changes), changes)
+	}
+}
+
+// Every headline figure --compare reads is where a run's JSON has it: a
+// renamed field would otherwise drop out of every comparison unnoticed.
+func TestCompareFiguresExist(t *testing.T) {
+	full := &Results{Posts: []PostResult{{}}, Fanout: []RoomResult{{}}, Mentions: []MentionResult{{}}, Idle: &IdleResult{}, Cluster: &ClusterResult{},
+		Start: &StartResult{}, Model: &ModelResult{}, Search: &SearchResult{}, Uploads: &UploadResult{}, Hook: &claude.HookBench{}}
+	var buf bytes.Buffer
+	if err := full.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sectionFigures {
+		cs := cases(doc[s.section], s.keys)
+		if len(cs) != 1 {
+			t.Errorf("section %s: %d cases in the JSON, want 1", s.section, len(cs))
+			continue
+		}
+		for _, f := range s.figures {
+			if _, ok := number(cs[0].v, f.path); !ok {
+				t.Errorf("section %s: no number at %s", s.section, f.path)
+			}
+		}
 	}
 }
