@@ -79,6 +79,9 @@ type Statement struct {
 	Nonce   string          `json:"nonce"`   // unique per statement; the bridge refuses a second use
 }
 
+// MaxFileName bounds a file's name, in bytes (wire.MaxFileName is this).
+const MaxFileName = 255
+
 // StatementFile is one file of a forwarded message as the owner saw it.
 type StatementFile struct {
 	Name   string `json:"name"`
@@ -103,10 +106,7 @@ func CanonicalStatement(s Statement) ([]byte, error) {
 
 // TextHash is the lower-case hex SHA-256 of a message's text, as a forward
 // statement names it.
-func TextHash(text string) string {
-	sum := sha256.Sum256([]byte(text))
-	return hex.EncodeToString(sum[:])
-}
+func TextHash(text string) string { return FileHash([]byte(text)) }
 
 // ParseStatement reads a signed statement strictly: it must be exactly its
 // own canonical form (so the bytes signed are the bytes read), one object
@@ -175,8 +175,8 @@ func ParseStatement(raw []byte) (Statement, error) {
 				err = errors.Join(err, fmt.Errorf("a forward statement names each file's SHA-256 (64 hex digits), not %.70q", f.SHA256))
 				break
 			}
-			if f.Name == "" || len(f.Name) > 255 {
-				err = errors.Join(err, errors.New("a forward statement names each file by its name (1 to 255 bytes)"))
+			if f.Name == "" || len(f.Name) > MaxFileName {
+				err = errors.Join(err, fmt.Errorf("a forward statement names each file by its name (1 to %d bytes)", MaxFileName))
 				break
 			}
 		}
@@ -184,13 +184,9 @@ func ParseStatement(raw []byte) (Statement, error) {
 	return s, err
 }
 
-func isSHA256Hex(s string) bool {
-	if len(s) != 2*sha256.Size {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil
-}
+// isSHA256Hex: 64 hex digits, either case (statements are matched
+// without regard to case, as payloadHash is).
+func isSHA256Hex(s string) bool { return len(s) == 2*sha256.Size && lowerHex(strings.ToLower(s)) }
 
 // FileHash is the lower-case hex SHA-256 of a file's bytes, as a forward
 // statement names it.

@@ -78,8 +78,8 @@ type Request struct {
 	ForwardedBy string    `json:"forwardedBy,omitempty"`
 	Expires     time.Time `json:"expires"`
 	At          time.Time `json:"at"`
-	// Files are the files posted with the message: a forward names each
-	// by the SHA-256 of its bytes, which the owner's client computes from
-	// the file itself.
+	// Files are the files posted with the message (URL: the request's own
+	// route). A forward names each by its name and the SHA-256 of its
+	// bytes, which the owner's client computes from the file itself.
 	Files []File `json:"files,omitempty"`
 }

@@ -215,6 +215,10 @@ func TestModeratedMention(t *testing.T) {
 		}
 		tm.dave.Must(404, "GET", url, nil)
 		tm.alice.Must(404, "GET", "/api/v1/requests/"+steer+"/files/f0123456789abcdef", nil)
+		// A file of another message of the room is not this request's.
+		other := upload(t, tm.bob, "bobs", "secret.txt", []byte("not for alice\n"))
+		tm.bob.Must(201, "POST", "/api/v1/rooms/bobs/messages", map[string]any{"text": "just for the room", "files": []string{other}})
+		tm.alice.Must(404, "GET", "/api/v1/requests/"+steer+"/files/"+other, nil)
 		before := len(stub.Requests())
 		tm.alice.Forward(steer)
 		receipt(t, tm.bob, "bobs", id, handle, "done")

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"path"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -274,14 +273,11 @@ func (s *Service) OpenRequestFile(ctx context.Context, actor *chat.User, steerID
 	if err != nil || (q.Owner != actor.Name && q.Sender != actor.Name) || !wire.ValidFileID(id) {
 		return nil, nil, notFound
 	}
-	if !slices.ContainsFunc(q.Files, func(f chat.File) bool { return f.ID == id }) {
-		return nil, nil, notFound
-	}
 	f, err := s.FileByID(ctx, id)
 	if err != nil && wh.ErrorCode(err) != wh.ENotFound {
 		return nil, nil, err
 	}
-	if err != nil || f.Deleted || f.MessageID != q.MessageID {
+	if err != nil || f.Deleted || f.MessageID != q.MessageID { // posted with this message, and still there
 		return nil, nil, notFound
 	}
 	rc, err := s.fileBytes(ctx, id)

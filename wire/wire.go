@@ -222,7 +222,7 @@ const (
 	MaxSteerFiles  = 10
 	MaxInlineFile  = 64 << 10  // a text file up to this size comes inline
 	MaxInlineTotal = 256 << 10 // all inline files of one steer
-	MaxFileName    = 255
+	MaxFileName    = authz.MaxFileName
 	// FileChunk is the size of the chunks the hub streams a fetched file in.
 	FileChunk = 128 << 10
 )
