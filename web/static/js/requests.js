@@ -6,7 +6,7 @@
 
 import { api, ApiError } from './api.js';
 import { h, avatar, fmtFull, fmtTime, toast } from './dom.js';
-import { fmtSize } from './render/files.js';
+import { fmtSize, isImage, url } from './render/files.js';
 import { state, emit } from './store.js';
 import { sign, NoDeviceError, SIGNATURE_REASONS, textHash, downloadFile } from './signing.js';
 import { enrollPrompt } from './devices.js';
@@ -33,20 +33,18 @@ const downloaded = new Map();
 
 const filesKey = (q) => [q.steerId, ...(q.files || []).map((f) => `${f.id}\u0000${f.name}\u0000${f.url}`)].join('\u0001');
 
-// Files open as the room's route serves them: an image a browser shows
-// safely as itself, anything else only as a download (never rendered in
-// this page's origin).
-const SHOWN = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
-
 function filesOf(q, retry = false) {
   if (!(q.files || []).length) return Promise.resolve([]);
   const key = filesKey(q);
   const had = downloaded.get(key);
   if (had && !(retry && had.failed)) return had.p;
-  const entry = { steerId: q.steerId, failed: false };
+  const entry = { failed: false };
   entry.p = Promise.allSettled(q.files.map(async (f) => {
-    const { sha256, bytes, type } = await downloadFile(f.url, f.name);
-    const shown = SHOWN.has(type.split(';')[0].trim()) ? type : 'application/octet-stream';
+    const { sha256, bytes, type } = await downloadFile(url(f), f.name);
+    // As the room's route serves files: an image a browser shows safely
+    // as itself, anything else only as a download (never rendered in this
+    // page's origin).
+    const shown = isImage({ type }) ? type : 'application/octet-stream';
     return { name: f.name, sha256, url: URL.createObjectURL(new Blob([bytes], { type: shown })) };
   })).then((rs) => {
     const bad = rs.find((r) => r.status === 'rejected');
@@ -108,7 +106,7 @@ function fileList(q) {
     }), (ex) => notes.forEach((n) => { n.textContent = ` · ${ex.message}`; }));
   } else {
     // Not yours to forward: a plain download.
-    links.forEach((a, i) => { a.href = fs[i].url; a.removeAttribute('aria-disabled'); });
+    links.forEach((a, i) => { if (url(fs[i])) { a.href = url(fs[i]); a.removeAttribute('aria-disabled'); } });
     notes.forEach((n) => { n.textContent = ''; });
   }
   return h('ul', { class: 'request-files', 'aria-label': 'files posted with it' },
@@ -124,12 +122,11 @@ export function requestCard(q) {
     try {
       let signed;
       if (decision === 'forward') {
-        // The signature covers exactly the words shown, from this sender:
-        // their hash is this browser's own, never the hub's (a hub that
+        // The signature covers exactly the words and files shown, from
+        // this sender, hashed by this browser, never by the hub (a hub that
         // showed one text and named the hash of another would have the
-        // owner sign what they never read).
-        // The same for the files: each by its name and the hash of the
-        // bytes this browser downloaded (and shows behind its link).
+        // owner sign what they never read): each file by its name and the
+        // hash of the bytes downloaded, the ones behind its link.
         const st = { kind: 'forward', agent: q.agent, steer: q.steerId, room: q.room, sender: q.sender, textHash: await textHash(q.text) };
         const files = await filesOf(q, true);
         if (files.length) st.files = files.map((f) => ({ name: f.name, sha256: f.sha256 }));

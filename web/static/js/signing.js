@@ -230,6 +230,7 @@ export async function textHash(text) {
 // by, never the hub's word. Whoever shows the file shows these bytes, so
 // the bytes the owner opens are the bytes signed.
 export async function downloadFile(url, name) {
+  if (!url) throw new Error(`The hub gave no address of its own for ${name}, so this browser cannot vouch for it.`);
   const r = await fetch(url, { credentials: 'same-origin' });
   if (!r.ok) throw new Error(`This browser could not read ${name} (${r.status}), so it cannot vouch for it.`);
   const bytes = await r.arrayBuffer();

@@ -17,7 +17,7 @@ export function fmtSize(n) {
 }
 
 // A file's URL as the hub gave it, kept only if it is the hub's own.
-function url(f) {
+export function url(f) {
   const u = String(f.url || '');
   return u.startsWith('/api/v1/') ? u : '';
 }
