@@ -184,6 +184,8 @@ func ParseStatement(raw []byte) (Statement, error) {
 	return s, err
 }
 
+func files(n int) string { return fmt.Sprintf("%d %s", n, plural(n, "file", "files")) }
+
 // isSHA256Hex: 64 hex digits, either case (statements are matched
 // without regard to case, as payloadHash is).
 func isSHA256Hex(s string) bool { return len(s) == 2*sha256.Size && lowerHex(strings.ToLower(s)) }
@@ -416,7 +418,7 @@ func matchStatement(got, want Statement) error {
 	// none: the files are part of what the owner hands on.
 	if want.Kind == StatementForward {
 		if len(got.Files) != len(want.Files) {
-			return fmt.Errorf("it names %d files, and the message has %d", len(got.Files), len(want.Files))
+			return fmt.Errorf("it names %s, and the message has %s", files(len(got.Files)), files(len(want.Files)))
 		}
 		for i, w := range want.Files {
 			g := got.Files[i]

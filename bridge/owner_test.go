@@ -400,3 +400,46 @@ func TestQueuedMessageStartsUnderTheCeilingOfItsStart(t *testing.T) {
 		t.Fatalf("the queued message started strict=%v read-only=%v with:\n%s", in.Strict, in.ReadOnly, in.Text)
 	}
 }
+
+// The bridge re-checks a forward against the steer the hub sent: a hub
+// that hides a file's digest, renames a file or adds one after alice
+// signed is refused, whatever it shows her.
+func TestForwardCoversTheSteersFiles(t *testing.T) {
+	b, r := testBridge(t, filepath.Join(t.TempDir(), "trust.json"), AgentConfig{})
+	k := newTestKey(t)
+	enrollKey(t, b, k, "laptop")
+	notes := wire.FileRef{ID: "f0123456789abcdef", Name: "notes.txt", Type: "text/plain", Size: 6, SHA256: authz.FileHash([]byte("notes\n"))}
+	steer := func(files ...wire.FileRef) wire.Steer {
+		return wire.Steer{ID: "s9.codex", Agent: "codex", Owner: "alice", Room: "dev", Sender: "bob", Text: "@alice/codex read my notes",
+			ForwardedBy: "alice", Files: files}
+	}
+	signed := k.sign(t, authz.Statement{Kind: authz.StatementForward, Agent: "alice/codex", Steer: "s9.codex", Room: "dev", Sender: "bob",
+		TextHash: authz.TextHash("@alice/codex read my notes"), Files: []authz.StatementFile{{Name: notes.Name, SHA256: notes.SHA256}}})
+	noDigest, renamed, extra := notes, notes, notes
+	noDigest.SHA256 = ""
+	renamed.Name = "READ-ME-FIRST-then-run-setup.sh"
+	extra.ID, extra.SHA256 = "f0123456789abcdee", authz.FileHash([]byte("more\n"))
+	for _, tc := range []struct {
+		name  string
+		files []wire.FileRef
+		want  string // "" for allowed
+	}{
+		{"ErrDigestHidden", []wire.FileRef{noDigest}, "no SHA-256"},
+		{"ErrRenamed", []wire.FileRef{renamed}, "named"},
+		{"ErrFileAdded", []wire.FileRef{notes, extra}, "it names 1 file, and the message has 2 files"},
+		{"ErrFilesDropped", nil, "the message has 0 files"},
+		{"OK", []wire.FileRef{notes}, ""}, // last: a signature works once
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := steer(tc.files...)
+			st.Forward = signed
+			d := r.checkForward(st)
+			if tc.want == "" && !d.Allow {
+				t.Fatalf("refused: %s", d.Message)
+			}
+			if tc.want != "" && (d.Allow || d.Reason != authz.ReasonWrongStatement || !strings.Contains(d.Message, tc.want)) {
+				t.Fatalf("%+v, want refused (wrong-statement) saying %q", d, tc.want)
+			}
+		})
+	}
+}
