@@ -266,12 +266,11 @@ func (s *suite) ceilingAndModeration(t *testing.T) {
 	a.click(t, "#tab-inbox")
 	card := `#inbox-panel .request-card[data-status="held"][data-sender="bob"]`
 	a.waitJS(t, "the request", fmt.Sprintf(`(document.querySelector(%s)?.textContent || '').includes('@bob asks @alice/demo')`, js(card)))
-	a.visible(t, card+` .request-files a[download="readme-notes.txt"]`)
-	// Its link opens the bytes this browser downloaded (and signs), not a
-	// second download the hub could answer differently.
+	// The file's link opens the bytes this browser downloaded (and signs),
+	// not a second download the hub could answer differently.
 	fileLink := card + ` .request-files a[download="readme-notes.txt"]`
+	a.visible(t, fileLink)
 	a.waitJS(t, "the file's link to the downloaded bytes", fmt.Sprintf(`(document.querySelector(%s)?.href || '').startsWith('blob:')`, js(fileLink)))
-
 	a.shot(t, s.shots, "request")
 	// The browser signs the hash of the words it shows, not the one the
 	// hub sent beside them: a forged one here would be refused by the
