@@ -6,7 +6,7 @@
 // With the default GOGC=100 the collector starts a cycle when the heap
 // has doubled since the last one; a hub with 5 MiB live collects about
 // every 70 ms under load, and a mention that meets a cycle waits for it
-// (the floor took 0.1–0.3 ms off the mention p99, docs/benchmarks.md). Above the floor the
-// goal is Go's own (twice the live heap), so a large hub uses no more
+// (docs/benchmarks.md measures what the floor changes). While more than
+// half the floor is live the goal is Go's own, so a large hub uses no more
 // memory than before.
 package gcfloor
