@@ -52,10 +52,11 @@ func (l *Link) steerFiles(ctx context.Context, fs []chat.File) []wire.FileRef {
 // chunks, then a last message with its SHA-256. Only a file posted with
 // the message of a steer of this bridge's agent is served.
 func (l *Link) serveFile(b *chat.Bridge, m *nats.Msg, req wire.FileRequest) {
-	if m.Reply == "" {
+	to := l.replyTo(b.ID, m)
+	if to == "" {
 		return
 	}
-	fail := func(err error) { l.fileError(m, err) }
+	fail := func(err error) { l.fileError(b.ID, m, err) }
 	ctx, cancel := context.WithTimeout(context.Background(), fileTimeout)
 	defer cancel()
 	f, rc, err := l.rooms.SteerFileBytes(ctx, b.ID, req.SteerID, req.FileID)
@@ -77,7 +78,7 @@ func (l *Link) serveFile(b *chat.Bridge, m *nats.Msg, req wire.FileRequest) {
 		n, err := io.ReadFull(rc, buf)
 		if n > 0 {
 			h.Write(buf[:n])
-			msg := nats.NewMsg(m.Reply)
+			msg := nats.NewMsg(to)
 			msg.Data = append([]byte(nil), buf[:n]...)
 			if perr := l.nc.PublishMsg(msg); perr != nil {
 				l.log.Warn("streaming a file to a bridge failed", "bridge", b.ID, "file", f.ID, "err", perr)
@@ -92,17 +93,18 @@ func (l *Link) serveFile(b *chat.Bridge, m *nats.Msg, req wire.FileRequest) {
 			return
 		}
 	}
-	done := nats.NewMsg(m.Reply)
+	done := nats.NewMsg(to)
 	done.Header.Set(wire.FileDoneHeader, hex.EncodeToString(h.Sum(nil)))
 	l.nc.PublishMsg(done)
 }
 
-// fileError answers a file request with why not.
-func (l *Link) fileError(m *nats.Msg, err error) {
-	if m.Reply == "" {
+// fileError answers bridge id's file request with why not.
+func (l *Link) fileError(id string, m *nats.Msg, err error) {
+	to := l.replyTo(id, m)
+	if to == "" {
 		return
 	}
-	msg := nats.NewMsg(m.Reply)
+	msg := nats.NewMsg(to)
 	msg.Header.Set(wire.FileErrorHeader, wh.ErrorMessage(err))
 	l.nc.PublishMsg(msg)
 }

@@ -58,12 +58,14 @@ type Link struct {
 	synced   map[string]time.Time     // last resync sent, by what it said
 	hbSlots  map[string]*hbSlot       // newest heartbeat waiting, by bridge
 	senders  map[string]*agentSender  // steer delivery, by agent handle
-	subs     []*nats.Subscription
-	router   jetstream.ConsumeContext
-	stopCh   chan struct{}
-	stopped  bool
-	started  time.Time      // when this node began to hear bridges
-	wg       sync.WaitGroup // handlers and detached work in flight
+	// replyLogged are the bridges whose foreign reply subject was logged.
+	replyLogged map[string]bool
+	subs        []*nats.Subscription
+	router      jetstream.ConsumeContext
+	stopCh      chan struct{}
+	stopped     bool
+	started     time.Time      // when this node began to hear bridges
+	wg          sync.WaitGroup // handlers and detached work in flight
 }
 
 type linkMetrics struct {
@@ -71,6 +73,9 @@ type linkMetrics struct {
 	panics   *prometheus.CounterVec
 	dropped  prometheus.Counter
 	mentions *prometheus.CounterVec
+	// repliesRefused counts bridge messages dropped for a reply subject
+	// outside the bridge's inbox.
+	repliesRefused prometheus.Counter
 }
 
 func newLinkMetrics(reg *prometheus.Registry) *linkMetrics {
@@ -83,9 +88,11 @@ func newLinkMetrics(reg *prometheus.Registry) *linkMetrics {
 			Help: "Messages from bridges dropped because the bridge's queue was full."}),
 		mentions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wheelhouse_mentions_total",
 			Help: "Agent mentions routed by this node, by outcome."}, []string{"status"}),
+		repliesRefused: prometheus.NewCounter(prometheus.CounterOpts{Name: "wheelhouse_bridge_replies_refused_total",
+			Help: "Bridge messages dropped unanswered because their reply subject was not the bridge's own inbox."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.invalid, m.panics, m.dropped, m.mentions)
+		reg.MustRegister(m.invalid, m.panics, m.dropped, m.mentions, m.repliesRefused)
 	}
 	return m
 }
@@ -130,7 +137,7 @@ type bucket struct {
 
 func newLink(log *slog.Logger, reg *prometheus.Registry) *Link {
 	return &Link{log: log.With("component", "link"), m: newLinkMetrics(reg), presence: map[string]*presence{}, buckets: map[string]*bucket{},
-		workers: map[string]*bridgeWorker{}, synced: map[string]time.Time{}, hbSlots: map[string]*hbSlot{}, stopCh: make(chan struct{})}
+		workers: map[string]*bridgeWorker{}, replyLogged: map[string]bool{}, synced: map[string]time.Time{}, hbSlots: map[string]*hbSlot{}, stopCh: make(chan struct{})}
 }
 
 func (l *Link) start(ctx context.Context, h *Hub) error {
@@ -211,12 +218,15 @@ func validBridgeID(id string) bool {
 	return true
 }
 
-func (l *Link) reply(m *nats.Msg, v any) {
-	if m.Reply == "" {
+// reply answers bridge id's message m with v, on the bridge's own inbox
+// only (replyTo).
+func (l *Link) reply(id string, m *nats.Msg, v any) {
+	to := l.replyTo(id, m)
+	if to == "" {
 		return
 	}
 	b, _ := json.Marshal(v)
-	m.Respond(b)
+	l.nc.Publish(to, b)
 }
 
 func ackErr(err error) wire.Ack {
@@ -236,6 +246,9 @@ func (l *Link) handle(m *nats.Msg) {
 		id, kind, ok := bridgeOf(m.Subject)
 		if !ok || kind == wire.KindHeartbeat {
 			return
+		}
+		if !l.replyAllowed(id, m) {
+			return // not handled at all: a bridge that names another's subject is hostile or broken
 		}
 		l.dispatch(id, m)
 	})
@@ -261,7 +274,7 @@ func (l *Link) dispatch(id string, m *nats.Msg) {
 	default:
 		l.m.dropped.Inc()
 		l.log.Warn("a bridge sends faster than it can be handled; dropped a message", "bridge", id, "subject", m.Subject)
-		l.reply(m, wire.Ack{Code: wh.ERateLimited, Message: "the hub is behind on this bridge's messages; try again"})
+		l.reply(id, m, wire.Ack{Code: wh.ERateLimited, Message: "the hub is behind on this bridge's messages; try again"})
 	}
 }
 
@@ -298,7 +311,7 @@ func (l *Link) refuse(m *nats.Msg, bridgeID, kind string, err error) {
 	if code == wh.EInternal {
 		code = wh.EInvalid
 	}
-	l.reply(m, wire.Ack{Code: code, Message: "the hub refused this " + kindLabel(kind) + " message: " + wh.ErrorMessage(err)})
+	l.reply(bridgeID, m, wire.Ack{Code: code, Message: "the hub refused this " + kindLabel(kind) + " message: " + wh.ErrorMessage(err)})
 }
 
 // refused counts and logs a refused bridge message.
@@ -369,7 +382,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 	b, err := l.rooms.BridgeByID(ctx, id)
 	if err != nil || b.Revoked {
 		l.log.Warn("message from an unknown or revoked bridge", "bridge", id, "kind", kind)
-		l.reply(m, wire.Ack{Code: wh.EForbidden, Message: "this bridge is not paired"})
+		l.reply(id, m, wire.Ack{Code: wh.EForbidden, Message: "this bridge is not paired"})
 		return
 	}
 	read, known := bridgeMessages[kind]
@@ -381,7 +394,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 	if err != nil {
 		if kind == wire.KindFile {
 			l.refused(id, kind, err)
-			l.fileError(m, err)
+			l.fileError(id, m, err)
 			return
 		}
 		l.refuse(m, id, kind, err)
@@ -389,7 +402,7 @@ func (l *Link) process(id string, m *nats.Msg) {
 	}
 	switch msg := v.(type) {
 	case *wire.Announce:
-		l.reply(m, l.announce(ctx, b, *msg))
+		l.reply(id, m, l.announce(ctx, b, *msg))
 	case *wire.Receipt:
 		if err := l.ownSteer(ctx, b, msg.SteerID); err != nil {
 			l.refuse(m, id, kind, err)
@@ -408,9 +421,9 @@ func (l *Link) process(id string, m *nats.Msg) {
 			l.refuse(m, id, kind, err)
 			return
 		}
-		l.reply(m, l.approval(ctx, b, a, *msg))
+		l.reply(id, m, l.approval(ctx, b, a, *msg))
 	case *wire.InvitationsRequest:
-		l.reply(m, l.invitations(ctx, b, *msg))
+		l.reply(id, m, l.invitations(ctx, b, *msg))
 	case *wire.DeviceList:
 		if err := l.syncDevices(ctx, b, msg.Devices); err != nil {
 			l.log.Warn("recording a bridge's devices failed", "bridge", id, "err", err)

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/authz"
@@ -61,6 +62,34 @@ func FromBridge(bridgeID, kind string) string { return fmt.Sprintf("wh.hub.%s.%s
 
 // InboxPrefix is the reply-inbox prefix a bridge must use (nats.CustomInboxPrefix).
 func InboxPrefix(bridgeID string) string { return "_INBOX." + bridgeID }
+
+// IsBridgeInbox reports whether subject is a reply inbox of bridge
+// bridgeID: under InboxPrefix(bridgeID)+".", with only literal, non-empty
+// tokens (no wildcard, no space or control character). A reply subject is
+// chosen by the bridge that sends the request: the hub answers a bridge on
+// nothing else, or a bridge could have the hub publish anywhere with the
+// hub's rights.
+func IsBridgeInbox(bridgeID, subject string) bool {
+	rest, ok := strings.CutPrefix(subject, InboxPrefix(bridgeID)+".")
+	if !ok || bridgeID == "" || strings.ContainsAny(bridgeID, ".*> ") || len(subject) > maxInboxSubject {
+		return false
+	}
+	for _, tok := range strings.Split(rest, ".") {
+		if tok == "" || tok == "*" || tok == ">" {
+			return false
+		}
+		for _, c := range tok {
+			if c <= ' ' || c == 0x7f {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// maxInboxSubject bounds a reply subject (nats.go's inboxes are under 100
+// bytes).
+const maxInboxSubject = 256
 
 // HubWildcard is what the hub subscribes to for all bridges' traffic.
 const HubWildcard = "wh.hub.*.*"
