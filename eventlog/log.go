@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
@@ -51,6 +52,11 @@ const Plain AppendOption = 1
 type Entry struct {
 	Seq  uint64
 	Data []byte // the JSON of a chat.Event
+	// Subject and MsgID (Nats-Msg-Id) it was published with.
+	Subject, MsgID string
+	// Unauthentic is why this entry is not the hub's own event (Auth.Check:
+	// no valid MAC): the projector must refuse it, never apply it.
+	Unauthentic error
 }
 
 // Outcome is what applying one event came to: Err is nil, or the refusal
@@ -93,11 +99,21 @@ type Config struct {
 	// a refused append, and known to have room again when an append
 	// succeeds.
 	Capacity func() (used, limit uint64, ok bool)
+	// Admin creates and updates the stream (the hub's ops identity); the
+	// log itself appends and reads with JS. Default JS.
+	Admin jetstream.JetStream
+	// Auth authenticates the events: every append carries a MAC, and an
+	// entry without a valid one reaches the projector marked Unauthentic.
+	// Nil only in tests of the log itself: every entry is taken.
+	Auth *Auth
 }
 
 // Log appends events to the stream and projects them, in order.
 type Log struct {
 	js       jetstream.JetStream
+	admin    jetstream.JetStream
+	auth     *Auth
+	forged   atomic.Uint64 // entries that were not the hub's own
 	p        Projector
 	log      *slog.Logger
 	replicas int
@@ -157,7 +173,10 @@ func New(cfg Config) *Log {
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
 	}
-	return &Log{js: cfg.JS, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry, capacity: cfg.Capacity,
+	if cfg.Admin == nil {
+		cfg.Admin = cfg.JS
+	}
+	return &Log{js: cfg.JS, admin: cfg.Admin, auth: cfg.Auth, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry, capacity: cfg.Capacity,
 		waiters: map[string]chan error{}, notify: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 		local: localEntries{wake: make(chan struct{}, 1)}}
 }
@@ -176,7 +195,7 @@ func (l *Log) Stream() jetstream.Stream { return l.stream }
 // Start ensures the stream exists, checks that the read model belongs to
 // it, and begins projecting from the last applied sequence.
 func (l *Log) Start(ctx context.Context) error {
-	st, err := l.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	_, err := l.admin.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:       StreamName,
 		Subjects:   []string{SubjectPrefix + ">"},
 		Storage:    jetstream.FileStorage,
@@ -186,6 +205,10 @@ func (l *Log) Start(ctx context.Context) error {
 	})
 	if err != nil {
 		return wh.Wrap(err, "create the event stream")
+	}
+	st, err := l.js.Stream(ctx, StreamName)
+	if err != nil {
+		return wh.Wrap(err, "open the event stream")
 	}
 	l.stream = st
 	info, err := st.Info(ctx)
@@ -439,7 +462,7 @@ func (l *Log) Append(ctx context.Context, ev chat.Event, opts ...AppendOption) (
 	l.noteAcked(ack.Sequence)
 	l.inflight.Add(-1)
 	if !ack.Duplicate {
-		l.local.put(ack.Sequence, data)
+		l.local.put(Entry{Seq: ack.Sequence, Data: data, Subject: subject(ev, opts), MsgID: ev.ID})
 	}
 	if ack.Duplicate {
 		// Appended before under the same id: answer as the first time.
@@ -498,7 +521,11 @@ const errDuplicateInProcess jetstream.ErrorCode = 10158
 // ack, as for any retry.
 func (l *Log) publish(ctx context.Context, subject string, ev chat.Event, data []byte) (*jetstream.PubAck, error) {
 	for wait := 20 * time.Millisecond; ; wait *= 2 {
-		ack, err := l.js.Publish(ctx, subject, data, jetstream.WithMsgID(ev.ID))
+		msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+		if l.auth != nil {
+			msg.Header.Set(MACHeader, l.auth.MAC(subject, ev.ID, data))
+		}
+		ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID))
 		var apiErr *jetstream.APIError
 		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != errDuplicateInProcess || wait > time.Second {
 			return ack, err
@@ -657,7 +684,7 @@ const (
 // events (a stalled projector), appends leave it to the consumer.
 type localEntries struct {
 	mu      sync.Mutex
-	m       map[uint64][]byte
+	m       map[uint64]Entry
 	next    uint64        // the sequence the projector asked for last
 	sweepAt int           // size at which put drops entries older than next
 	wake    chan struct{} // a token when an entry arrives
@@ -669,11 +696,12 @@ const localMax = 4096
 // drops them.
 func (q *localEntries) init() {
 	q.mu.Lock()
-	q.m, q.sweepAt = map[uint64][]byte{}, 64
+	q.m, q.sweepAt = map[uint64]Entry{}, 64
 	q.mu.Unlock()
 }
 
-func (q *localEntries) put(seq uint64, data []byte) {
+func (q *localEntries) put(e Entry) {
+	seq := e.Seq
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.m == nil {
@@ -692,7 +720,7 @@ func (q *localEntries) put(seq uint64, data []byte) {
 	if len(q.m) >= localMax || seq < q.next {
 		return
 	}
-	q.m[seq] = data
+	q.m[seq] = e
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -704,11 +732,11 @@ func (q *localEntries) take(seq uint64) (Entry, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.next = seq
-	data, ok := q.m[seq]
+	e, ok := q.m[seq]
 	if ok {
 		delete(q.m, seq)
 	}
-	return Entry{Seq: seq, Data: data}, ok
+	return e, ok
 }
 
 func (l *Log) project() {
@@ -734,7 +762,7 @@ func (l *Log) project() {
 		}
 		select {
 		case m := <-l.in:
-			add(entry(m))
+			add(l.entry(m))
 			return true
 		default:
 			return false
@@ -747,7 +775,7 @@ func (l *Log) project() {
 			}
 			select {
 			case m := <-l.in:
-				add(entry(m))
+				add(l.entry(m))
 			case <-l.local.wake:
 			case <-l.stop:
 				return
@@ -768,7 +796,7 @@ func (l *Log) project() {
 			}
 			select {
 			case m := <-l.in:
-				add(entry(m))
+				add(l.entry(m))
 			case <-l.local.wake:
 			case <-linger.C:
 				lingering = false
@@ -787,13 +815,32 @@ func (l *Log) project() {
 	}
 }
 
-func entry(m jetstream.Msg) Entry {
+// entry is a message of the stream as the projector takes it, checked
+// against the hub's event key. (An entry this node appended, which the
+// projector may take before the consumer brings it, was made here: it is
+// the one the stream holds at its sequence.)
+func (l *Log) entry(m jetstream.Msg) Entry {
 	var seq uint64
 	if md, err := m.Metadata(); err == nil {
 		seq = md.Sequence.Stream
 	}
-	return Entry{Seq: seq, Data: m.Data()}
+	e := Entry{Seq: seq, Data: m.Data(), Subject: m.Subject()}
+	var mac string
+	if h := m.Headers(); h != nil {
+		e.MsgID, mac = h.Get(nats.MsgIdHdr), h.Get(MACHeader)
+	}
+	if l.auth != nil {
+		if e.Unauthentic = l.auth.Check(e, mac); e.Unauthentic != nil {
+			l.forged.Add(1)
+			l.log.Error("an entry of the event log is not the hub's own event: refused", "seq", seq, "subject", e.Subject, "err", e.Unauthentic)
+		}
+	}
+	return e
 }
+
+// Forged is how many entries this node found not to be the hub's own
+// (refused by the projector, never applied).
+func (l *Log) Forged() uint64 { return l.forged.Load() }
 
 // applyRetrying applies a batch, retrying with backoff while it fails: the
 // projector never skips an event. It returns false when the log stops.

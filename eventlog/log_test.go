@@ -238,7 +238,7 @@ func TestLocalEntriesStayBounded(t *testing.T) {
 	var q localEntries
 	q.wake = make(chan struct{}, 1)
 	q.init()
-	q.put(100, []byte("hundred"))
+	q.put(Entry{Seq: 100, Data: []byte("hundred")})
 	if e, ok := q.take(100); !ok || e.Seq != 100 || string(e.Data) != "hundred" {
 		t.Fatalf("take(100) = %d %q %v, want what was put", e.Seq, e.Data, ok)
 	}
@@ -246,12 +246,12 @@ func TestLocalEntriesStayBounded(t *testing.T) {
 		t.Fatal("an entry was handed over twice")
 	}
 	q.take(101) // the projector is at 101
-	q.put(50, []byte("old"))
+	q.put(Entry{Seq: 50, Data: []byte("old")})
 	if len(q.m) != 0 {
 		t.Fatalf("an entry older than the projector was kept: %v", q.m)
 	}
 	for seq := uint64(101); seq < 1101; seq++ {
-		q.put(seq, []byte("x"))
+		q.put(Entry{Seq: seq, Data: []byte("x")})
 		q.take(seq + 1) // the consumer brought seq first: the projector moved on
 	}
 	if len(q.m) > 128 {

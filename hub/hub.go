@@ -190,7 +190,10 @@ type Hub struct {
 	cfg Config
 	log *slog.Logger
 	ns  *embeddedNATS // nil with an external NATS
-	nc  *nats.Conn    // the hub's own connection
+	nc  *nats.Conn    // the hub's bridge-serving connection (the Link's)
+	// lognc writes and reads the event log, the login KV and the files;
+	// opsnc creates and updates streams and buckets (natsroles.go).
+	lognc, opsnc *nats.Conn
 	// authnc serves the auth callout; sysnc, in the system account,
 	// disconnects revoked bridges.
 	authnc, sysnc *nats.Conn
@@ -200,7 +203,8 @@ type Hub struct {
 	hostname      string
 	sweepStop     chan struct{}
 	sweepDone     chan struct{}
-	js            jetstream.JetStream
+	js            jetstream.JetStream // log-writer
+	opsjs         jetstream.JetStream // ops
 	rooms         *room.Service
 	web           *web.Server
 	link          *Link
@@ -241,7 +245,11 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err := h.connectNATS(); err != nil {
 		return err
 	}
-	h.js, err = jetstream.New(h.nc)
+	h.js, err = jetstream.New(h.lognc)
+	if err != nil {
+		return wh.Wrap(err, "JetStream")
+	}
+	h.opsjs, err = jetstream.New(h.opsnc)
 	if err != nil {
 		return wh.Wrap(err, "JetStream")
 	}
@@ -250,7 +258,11 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
+	auth, err := h.logAuth(ctx)
+	if err != nil {
+		return err
+	}
+	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Admin: h.opsjs, Auth: auth, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
 		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity})
 	if err != nil {
 		return err
@@ -261,6 +273,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		func() float64 { b, _ := h.rooms.Log.Batches(); return float64(b) }))
 	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_events_total", Help: "Events the projector applied."},
 		func() float64 { _, e := h.rooms.Log.Batches(); return float64(e) }))
+	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_unauthentic_events_total", Help: "Entries of the event log that were not the hub's own events (no valid MAC): refused, never applied."},
+		func() float64 { return float64(h.rooms.Log.Forged()) }))
 	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_reapplied_batches_total", Help: "Batches applied again with a savepoint per event because one of their events was refused."},
 		func() float64 { return float64(h.rooms.SavepointRuns()) }))
 
@@ -375,7 +389,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 // ready reports readiness: a short reason the world may see (details go to
 // the log).
 func (h *Hub) ready() error {
-	if h.nc == nil || !h.nc.IsConnected() {
+	if h.nc == nil || !h.nc.IsConnected() || !h.lognc.IsConnected() {
 		return &eventlog.Failure{Reason: "nats-disconnected", Err: errors.New("not connected to NATS")}
 	}
 	return h.rooms.Log.Ready()
@@ -438,17 +452,20 @@ func (h *Hub) Close(ctx context.Context) error {
 			c.Close()
 		}
 	}
-	if h.nc != nil {
+	for _, c := range []*nats.Conn{h.nc, h.lognc, h.opsnc} {
+		if c == nil {
+			continue
+		}
 		done := make(chan struct{})
-		h.nc.SetClosedHandler(func(*nats.Conn) { close(done) })
-		if err := h.nc.Drain(); err == nil {
+		c.SetClosedHandler(func(*nats.Conn) { close(done) })
+		if err := c.Drain(); err == nil {
 			select {
 			case <-done:
 			case <-ctx.Done():
 			case <-time.After(5 * time.Second):
 			}
 		}
-		h.nc.Close()
+		c.Close()
 	}
 	if h.ns != nil {
 		h.ns.ns.Shutdown()

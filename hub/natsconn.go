@@ -16,7 +16,8 @@ import (
 )
 
 // connectNATS starts the embedded server (or reads the cluster's secrets)
-// and opens the hub's three connections: its own, the auth callout
+// and opens the hub's connections: one per role of its own account
+// (natsroles.go: bridge-serving, log-writer, ops), the auth callout
 // service's and the system account's.
 func (h *Hub) connectNATS() error {
 	var (
@@ -49,8 +50,9 @@ func (h *Hub) connectNATS() error {
 	if err != nil {
 		return wh.Wrap(err, "NATS keys")
 	}
-	connect := func(name string, kp nkeys.KeyPair) (*nats.Conn, error) {
+	connect := func(name string, kp nkeys.KeyPair, more ...nats.Option) (*nats.Conn, error) {
 		opts := append([]nats.Option{nats.Nkey(pubKey(kp), kp.Sign), nats.Name(name), nats.MaxReconnects(-1), nats.Timeout(10 * time.Second)}, extra...)
+		opts = append(opts, more...)
 		nc, err := nats.Connect(url, opts...)
 		if err != nil {
 			where := "the embedded NATS"
@@ -61,7 +63,13 @@ func (h *Hub) connectNATS() error {
 		}
 		return nc, nil
 	}
-	if h.nc, err = connect("wheelhouse-hub", k.hub); err != nil {
+	if h.nc, err = connect("wheelhouse-hub", k.hub, nats.CustomInboxPrefix(inboxOf(roleBridgeServing))); err != nil {
+		return err
+	}
+	if h.lognc, err = connect("wheelhouse-hub-log", k.log, nats.CustomInboxPrefix(inboxOf(roleLogWriter))); err != nil {
+		return err
+	}
+	if h.opsnc, err = connect("wheelhouse-hub-ops", k.ops, nats.CustomInboxPrefix(inboxOf(roleOps))); err != nil {
 		return err
 	}
 	if h.authnc, err = connect("wheelhouse-hub-callout", k.callout); err != nil {
@@ -70,7 +78,7 @@ func (h *Hub) connectNATS() error {
 	if h.sysnc, err = connect("wheelhouse-hub-sys", k.sys); err != nil {
 		return err
 	}
-	if h.natsAccount, err = accountOf(h.nc); err != nil {
+	if h.natsAccount, err = accountOf(h.opsnc); err != nil {
 		return wh.Errorf(wh.EUnavailable, "ask NATS for the hub's account: %v", err)
 	}
 	h.natsProxy = newNATSProxy(targets, h.log)

@@ -38,7 +38,7 @@ const (
 	natsSysAccount  = "SYS"
 )
 
-// embeddedNATS is the hub's own NATS server and the keys of its three
+// embeddedNATS is the hub's own NATS server and the keys of its
 // in-process users.
 type embeddedNATS struct {
 	ns             *server.Server
@@ -70,7 +70,7 @@ func startNATS(listen, storeDir string, maxStore int64, syncAlways bool, log *sl
 			port = -1
 		}
 	}
-	sec, err := newNATSSecrets()
+	sec, err := newNATSSecrets(NATSSecrets{})
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS keys: %w", err)
 	}
@@ -92,14 +92,17 @@ func startNATS(listen, storeDir string, maxStore int64, syncAlways bool, log *sl
 		SystemAccount:     natsSysAccount,
 		Nkeys: []*server.NkeyUser{
 			{Nkey: pubKey(k.callout), Account: authAcc},
-			{Nkey: pubKey(k.hub)}, // the global account
+			// The global account, one user per role (natsroles.go).
+			{Nkey: pubKey(k.hub), Permissions: natsPermissions(roleBridgeServing)},
+			{Nkey: pubKey(k.log), Permissions: natsPermissions(roleLogWriter)},
+			{Nkey: pubKey(k.ops), Permissions: natsPermissions(roleOps)},
 			{Nkey: pubKey(k.sys), Account: sysAcc},
 		},
 		AuthTimeout: 2,
 		AuthCallout: &server.AuthCallout{
 			Issuer:    pubKey(k.issuer),
 			Account:   natsAuthAccount,
-			AuthUsers: []string{pubKey(k.callout), pubKey(k.hub), pubKey(k.sys)},
+			AuthUsers: []string{pubKey(k.callout), pubKey(k.hub), pubKey(k.log), pubKey(k.ops), pubKey(k.sys)},
 		},
 		Websocket: server.WebsocketOpts{Host: "127.0.0.1", Port: -1, NoTLS: true},
 	}

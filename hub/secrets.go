@@ -1,16 +1,20 @@
 package hub
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nats-io/nkeys"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 )
 
 // Names of the files GenerateNATSSecrets writes.
@@ -22,25 +26,39 @@ const (
 	HubAuthFile = "hub-auth.json"
 )
 
-// NATSSecrets are the keys of a hub's NATS users: its own connection,
-// the system account's (to disconnect revoked bridges) and the auth
-// callout service's, and the account key that signs the bridges' user
-// JWTs. The servers know only the public halves.
+// NATSSecrets are the keys of a hub's NATS users, one per role (see
+// natsRoles): bridge-serving (hubSeed: the link that answers bridges),
+// log-writer (logSeed: the event log, the KV and the object store) and ops
+// (opsSeed: creating and updating streams and buckets), the system
+// account's (to disconnect revoked bridges) and the auth callout
+// service's; the account key that signs the bridges' user JWTs; and, on a
+// cluster, the key that authenticates the hubs' events (LogKey, with the
+// sequence up to which the stream holds events of earlier versions, which
+// carry no MAC). The servers know only the public halves of the nkeys.
 type NATSSecrets struct {
-	HubSeed     string `json:"hubSeed"`     // nkey user seed (SU…), the hub's account
+	HubSeed     string `json:"hubSeed"`     // nkey user seed (SU…), the hub's account: bridge-serving
+	LogSeed     string `json:"logSeed"`     // nkey user seed, the hub's account: log-writer
+	OpsSeed     string `json:"opsSeed"`     // nkey user seed, the hub's account: ops
 	SysSeed     string `json:"sysSeed"`     // nkey user seed, the system account
 	CalloutSeed string `json:"calloutSeed"` // nkey user seed, account AUTH
 	IssuerSeed  string `json:"issuerSeed"`  // nkey account seed (SA…), auth_callout.issuer
+	// LogKey (hex, 32 bytes) and LogLegacyHorizon are the cluster's
+	// eventlog.Auth; the embedded hub keeps its own in LogKeyFile.
+	LogKey           string  `json:"logKey,omitempty"`
+	LogLegacyHorizon *uint64 `json:"logLegacyHorizon,omitempty"`
 }
 
 // newNATSSecrets generates fresh keys (the embedded server uses a new set
-// on every start; a cluster shares one set from GenerateNATSSecrets).
-func newNATSSecrets() (NATSSecrets, error) {
-	var s NATSSecrets
+// on every start; a cluster shares one set from GenerateNATSSecrets). It
+// fills only the seeds that are empty.
+func newNATSSecrets(s NATSSecrets) (NATSSecrets, error) {
 	for _, k := range []struct {
 		dst    *string
 		create func() (nkeys.KeyPair, error)
-	}{{&s.HubSeed, nkeys.CreateUser}, {&s.SysSeed, nkeys.CreateUser}, {&s.CalloutSeed, nkeys.CreateUser}, {&s.IssuerSeed, nkeys.CreateAccount}} {
+	}{{&s.HubSeed, nkeys.CreateUser}, {&s.LogSeed, nkeys.CreateUser}, {&s.OpsSeed, nkeys.CreateUser}, {&s.SysSeed, nkeys.CreateUser}, {&s.CalloutSeed, nkeys.CreateUser}, {&s.IssuerSeed, nkeys.CreateAccount}} {
+		if *k.dst != "" {
+			continue
+		}
 		kp, err := k.create()
 		if err != nil {
 			return s, err
@@ -53,7 +71,7 @@ func newNATSSecrets() (NATSSecrets, error) {
 
 // natsKeys are the decoded NATSSecrets.
 type natsKeys struct {
-	hub, sys, callout, issuer nkeys.KeyPair
+	hub, log, ops, sys, callout, issuer nkeys.KeyPair
 }
 
 func (s NATSSecrets) keys() (natsKeys, error) {
@@ -64,7 +82,7 @@ func (s NATSSecrets) keys() (natsKeys, error) {
 		seed   string
 		prefix byte
 		name   string
-	}{{&k.hub, s.HubSeed, 'U', "hubSeed"}, {&k.sys, s.SysSeed, 'U', "sysSeed"}, {&k.callout, s.CalloutSeed, 'U', "calloutSeed"}, {&k.issuer, s.IssuerSeed, 'A', "issuerSeed"}} {
+	}{{&k.hub, s.HubSeed, 'U', "hubSeed"}, {&k.log, s.LogSeed, 'U', "logSeed"}, {&k.ops, s.OpsSeed, 'U', "opsSeed"}, {&k.sys, s.SysSeed, 'U', "sysSeed"}, {&k.callout, s.CalloutSeed, 'U', "calloutSeed"}, {&k.issuer, s.IssuerSeed, 'A', "issuerSeed"}} {
 		if *d.dst, err = seedOf(d.seed, d.prefix); err != nil {
 			kind := "user seed (SU…)"
 			if d.prefix == 'A' {
@@ -104,10 +122,46 @@ func LoadNATSSecrets(path string) (NATSSecrets, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return s, wh.Errorf(wh.EInvalid, "--nats-secrets: %s is not the JSON wheelhouse nats-secrets writes: %v", path, err)
 	}
+	if missing := s.missing(); len(missing) > 0 {
+		return s, wh.Errorf(wh.EInvalid, "--nats-secrets: %s was written by an earlier wheelhouse and lacks %s (this version gives the hub one NATS user per role and authenticates its events). "+
+			"With every hub stopped, run: wheelhouse nats-secrets --upgrade --legacy-horizon N %s — N is the event stream's last sequence (`nats stream info WHEELHOUSE`, or wheelhouse_projection_applied_seq of a caught-up hub before it stopped; never lower). "+
+			"It keeps the existing keys, adds the new ones to both files, and the NATS servers must then be restarted with the new %s; copy the new %s to every hub (docs/operations.md)",
+			path, strings.Join(missing, ", "), filepath.Dir(path), NATSAuthFile, HubAuthFile)
+	}
 	if _, err := s.keys(); err != nil {
 		return s, wh.Errorf(wh.EInvalid, "--nats-secrets: %s: %v", path, err)
 	}
+	if _, err := s.logAuth(); err != nil {
+		return s, wh.Errorf(wh.EInvalid, "--nats-secrets: %s: %v", path, err)
+	}
 	return s, nil
+}
+
+// missing names the fields an earlier version's file lacks.
+func (s NATSSecrets) missing() []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		ok   bool
+	}{{"logSeed", s.LogSeed != ""}, {"opsSeed", s.OpsSeed != ""}, {"logKey", s.LogKey != ""}, {"logLegacyHorizon", s.LogLegacyHorizon != nil}} {
+		if !f.ok {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// logAuth is the cluster's key for the hubs' events.
+func (s NATSSecrets) logAuth() (eventlog.Auth, error) {
+	key, err := hex.DecodeString(s.LogKey)
+	if err != nil || len(key) != eventlog.KeySize {
+		return eventlog.Auth{}, fmt.Errorf("logKey is not %d bytes in hex", eventlog.KeySize)
+	}
+	var horizon uint64
+	if s.LogLegacyHorizon != nil {
+		horizon = *s.LogLegacyHorizon
+	}
+	return eventlog.Auth{Key: key, LegacyHorizon: horizon}, nil
 }
 
 // GenerateNATSSecrets writes a new set of cluster secrets into dir (0700):
@@ -130,32 +184,86 @@ func GenerateNATSSecrets(dir string) (created bool, err error) {
 	if !errors.Is(e1, fs.ErrNotExist) || !errors.Is(e2, fs.ErrNotExist) {
 		return false, wh.Errorf(wh.EInvalid, "cannot read %s: %v", dir, errors.Join(e1, e2))
 	}
-	s, err := newNATSSecrets()
-	if err != nil {
-		return false, wh.Wrap(err, "generate keys")
-	}
-	k, _ := s.keys()
-	conf := fmt.Sprintf(`# Written by "wheelhouse nats-secrets" for deploy/nats.conf, which includes it:
-# the public keys of the hubs' NATS users and of the account that signs
-# bridges' logins. The seeds are in %s, for the hubs only.
-WH_HUB_USER: %q
-WH_SYS_USER: %q
-WH_CALLOUT_USER: %q
-WH_CALLOUT_ISSUER: %q
-`, HubAuthFile, pubKey(k.hub), pubKey(k.sys), pubKey(k.callout), pubKey(k.issuer))
-	hub, _ := json.MarshalIndent(s, "", "  ")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false, wh.Wrap(err, "create %s", dir)
-	}
-	// Hubs' file last: its presence with the other marks a complete set.
-	if err := writeFileAtomic(natsPath, []byte(conf)); err != nil {
-		return false, err
-	}
-	if err := writeFileAtomic(hubPath, append(hub, '\n')); err != nil {
-		os.Remove(natsPath)
+	if err := writeNATSSecrets(dir, NATSSecrets{LogLegacyHorizon: new(uint64)}, true); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// UpgradeNATSSecrets adds what this version needs to the secrets an
+// earlier one wrote into dir: the log-writer's and ops' keys and the
+// events' key, with horizon, the event stream's last sequence (its events
+// carry no MAC). The existing keys are kept; both files are rewritten.
+// upgraded is false when there was nothing to add.
+func UpgradeNATSSecrets(dir string, horizon uint64) (upgraded bool, err error) {
+	hubPath := filepath.Join(dir, HubAuthFile)
+	b, err := os.ReadFile(hubPath)
+	if err != nil {
+		return false, wh.Errorf(wh.EInvalid, "cannot read %s: %v", hubPath, err)
+	}
+	var s NATSSecrets
+	if err := json.Unmarshal(b, &s); err != nil {
+		return false, wh.Errorf(wh.EInvalid, "%s is not the JSON wheelhouse nats-secrets writes: %v", hubPath, err)
+	}
+	if len(s.missing()) == 0 {
+		return false, nil
+	}
+	if s.LogKey != "" || s.LogLegacyHorizon != nil {
+		return false, wh.Errorf(wh.EInvalid, "%s holds logKey or logLegacyHorizon but not both: restore the file from its backup", hubPath)
+	}
+	s.LogLegacyHorizon = &horizon
+	if err := writeNATSSecrets(dir, s, false); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// writeNATSSecrets fills what s lacks and writes both files; fresh: they
+// did not exist (a failure removes what was written).
+func writeNATSSecrets(dir string, s NATSSecrets, fresh bool) error {
+	natsPath, hubPath := filepath.Join(dir, NATSAuthFile), filepath.Join(dir, HubAuthFile)
+	s, err := newNATSSecrets(s)
+	if err != nil {
+		return wh.Wrap(err, "generate keys")
+	}
+	if s.LogKey == "" {
+		key := make([]byte, eventlog.KeySize)
+		if _, err := rand.Read(key); err != nil {
+			return wh.Wrap(err, "generate the events' key")
+		}
+		s.LogKey = hex.EncodeToString(key)
+	}
+	k, err := s.keys()
+	if err != nil {
+		return wh.Errorf(wh.EInvalid, "%s: %v", hubPath, err)
+	}
+	conf := fmt.Sprintf(`# Written by "wheelhouse nats-secrets" for deploy/nats.conf, which includes it:
+# the public keys of the hubs' NATS users (one per role: bridge-serving,
+# log-writer, ops; the system account's; the auth callout's) and of the
+# account that signs bridges' logins. The seeds are in %s, for the hubs
+# only.
+WH_HUB_USER: %q
+WH_LOG_USER: %q
+WH_OPS_USER: %q
+WH_SYS_USER: %q
+WH_CALLOUT_USER: %q
+WH_CALLOUT_ISSUER: %q
+`, HubAuthFile, pubKey(k.hub), pubKey(k.log), pubKey(k.ops), pubKey(k.sys), pubKey(k.callout), pubKey(k.issuer))
+	hub, _ := json.MarshalIndent(s, "", "  ")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return wh.Wrap(err, "create %s", dir)
+	}
+	// Hubs' file last: its presence with the other marks a complete set.
+	if err := writeFileAtomic(natsPath, []byte(conf)); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(hubPath, append(hub, '\n')); err != nil {
+		if fresh {
+			os.Remove(natsPath)
+		}
+		return err
+	}
+	return nil
 }
 
 func writeFileAtomic(path string, b []byte) error {

@@ -43,13 +43,26 @@ var safeImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "ima
 // inline.
 func SafeImage(typ string) bool { return safeImageTypes[typ] }
 
-// files is the object store, opened on first use.
+// files is the object store, opened on first use: created (and its bytes
+// removed) through admin, written and read through js.
 type files struct {
-	js       jetstream.JetStream
-	replicas int
-	maxBytes int64 // the bucket's limit (0: none but the server's)
-	mu       sync.Mutex
-	obs      jetstream.ObjectStore
+	js, admin jetstream.JetStream
+	replicas  int
+	maxBytes  int64 // the bucket's limit (0: none but the server's)
+	mu        sync.Mutex
+	obs       jetstream.ObjectStore // through js
+	adminObs  jetstream.ObjectStore // through admin
+}
+
+// remover is the object store as admin sees it (Delete purges the
+// object's chunks: a stream purge, which only ops may do).
+func (f *files) remover(ctx context.Context) (jetstream.ObjectStore, error) {
+	if _, err := f.store(ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.adminObs, nil
 }
 
 func (f *files) store(ctx context.Context) (jetstream.ObjectStore, error) {
@@ -58,6 +71,9 @@ func (f *files) store(ctx context.Context) (jetstream.ObjectStore, error) {
 	if f.obs != nil {
 		return f.obs, nil
 	}
+	if f.admin == nil {
+		f.admin = f.js
+	}
 	if f.js == nil {
 		return nil, wh.Errorf(wh.EUnavailable, "this hub has no file storage")
 	}
@@ -65,12 +81,16 @@ func (f *files) store(ctx context.Context) (jetstream.ObjectStore, error) {
 	if max == 0 {
 		max = -1
 	}
-	obs, err := f.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: FilesBucket, Description: "files posted in Wheelhouse rooms",
+	adminObs, err := f.admin.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: FilesBucket, Description: "files posted in Wheelhouse rooms",
 		Storage: jetstream.FileStorage, Replicas: f.replicas, MaxBytes: max})
 	if err != nil {
 		return nil, &wh.Error{Code: wh.EUnavailable, Message: "the file storage is unavailable; try again later", Err: err}
 	}
-	f.obs = obs
+	obs, err := f.js.ObjectStore(ctx, FilesBucket)
+	if err != nil {
+		return nil, &wh.Error{Code: wh.EUnavailable, Message: "the file storage is unavailable; try again later", Err: err}
+	}
+	f.obs, f.adminObs = obs, adminObs
 	return obs, nil
 }
 
@@ -221,7 +241,7 @@ func newFileID() string {
 // dropObject removes a file's bytes, best effort (they are unreachable
 // without a record, and an upload that failed has none).
 func (s *Service) dropObject(id string) {
-	obs, err := s.files.store(context.Background())
+	obs, err := s.files.remover(context.Background())
 	if err != nil {
 		return
 	}

@@ -15,8 +15,14 @@ import (
 
 // Config configures a Service.
 type Config struct {
-	DataDir  string // holds the SQLite read model
-	JS       jetstream.JetStream
+	DataDir string // holds the SQLite read model
+	JS      jetstream.JetStream
+	// Admin creates and updates the stream and the buckets, and removes
+	// deleted files' bytes (the hub's ops identity); JS does the rest
+	// (log-writer). Default JS.
+	Admin jetstream.JetStream
+	// Auth authenticates the log's events (eventlog.Config.Auth).
+	Auth     *eventlog.Auth
 	Replicas int
 	Now      func() time.Time
 	Logger   *slog.Logger
@@ -38,6 +44,7 @@ type Service struct {
 	logger *slog.Logger
 	cache  *caches
 	js     jetstream.JetStream
+	admin  jetstream.JetStream
 	repl   int
 	logins *limiter // set by Start
 
@@ -63,17 +70,20 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.FileQuota <= 0 {
 		cfg.FileQuota = DefaultFileQuota
 	}
-	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, repl: cfg.Replicas,
+	if cfg.Admin == nil {
+		cfg.Admin = cfg.JS
+	}
+	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, admin: cfg.Admin, repl: cfg.Replicas,
 		fileMax: cfg.FileMaxBytes, fileQuota: cfg.FileQuota,
-		files: &files{js: cfg.JS, replicas: max(cfg.Replicas, 1), maxBytes: cfg.FilesMaxBytes}}
-	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas, Capacity: cfg.Capacity})
+		files: &files{js: cfg.JS, admin: cfg.Admin, replicas: max(cfg.Replicas, 1), maxBytes: cfg.FilesMaxBytes}}
+	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Admin: cfg.Admin, Auth: cfg.Auth, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas, Capacity: cfg.Capacity})
 	s.Log.OnFeed(s.cache.onFeed)
 	return s, nil
 }
 
 // Start opens the login attempts bucket and projects the stream.
 func (s *Service) Start(ctx context.Context) error {
-	l, err := openLimiter(ctx, s.js, s.repl, s.now, loginForget)
+	l, err := openLimiter(ctx, s.admin, s.js, s.repl, s.now, loginForget)
 	if err != nil {
 		return err
 	}

@@ -61,10 +61,10 @@ type limiter struct {
 	now func() time.Time
 }
 
-// openLimiter opens (creating it once) the bucket; ttl is how long an
-// entry lives after its last attempt.
-func openLimiter(ctx context.Context, js jetstream.JetStream, replicas int, now func() time.Time, ttl time.Duration) (*limiter, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+// openLimiter opens (admin creating it once) the bucket; ttl is how long
+// an entry lives after its last attempt.
+func openLimiter(ctx context.Context, admin, js jetstream.JetStream, replicas int, now func() time.Time, ttl time.Duration) (*limiter, error) {
+	_, err := admin.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:       LoginBucket,
 		Description:  "failed login attempts by name and address (Wheelhouse hubs)",
 		TTL:          ttl,
@@ -73,6 +73,10 @@ func openLimiter(ctx context.Context, js jetstream.JetStream, replicas int, now 
 		Storage:      jetstream.MemoryStorage,
 		Replicas:     max(replicas, 1),
 	})
+	if err != nil {
+		return nil, wh.Wrap(err, "open the login attempts bucket")
+	}
+	kv, err := js.KeyValue(ctx, LoginBucket)
 	if err != nil {
 		return nil, wh.Wrap(err, "open the login attempts bucket")
 	}

@@ -28,7 +28,8 @@ func (c *clock) add(d time.Duration) {
 func TestLimiterGrowingDelays(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{t: time.Unix(1_000_000, 0)}
-	l, err := openLimiter(ctx, natstest.JetStream(t), 1, clk.now, time.Hour)
+	js := natstest.JetStream(t)
+	l, err := openLimiter(ctx, js, js, 1, clk.now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,8 @@ func TestLimiterGrowingDelays(t *testing.T) {
 func TestLimiterCountsParallelAttempts(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{t: time.Unix(1_000_000, 0)}
-	l, err := openLimiter(ctx, natstest.JetStream(t), 1, clk.now, time.Hour)
+	js := natstest.JetStream(t)
+	l, err := openLimiter(ctx, js, js, 1, clk.now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,8 @@ func TestLimiterCountsParallelAttempts(t *testing.T) {
 // Entries expire a while after their last attempt (the bucket's TTL).
 func TestLimiterEntriesExpire(t *testing.T) {
 	ctx := context.Background()
-	l, err := openLimiter(ctx, natstest.JetStream(t), 1, time.Now, 500*time.Millisecond)
+	js := natstest.JetStream(t)
+	l, err := openLimiter(ctx, js, js, 1, time.Now, 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +161,8 @@ func TestAddrKey(t *testing.T) {
 func TestPasswordAttemptMessage(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{t: time.Unix(1_000_000, 0)}
-	l, err := openLimiter(ctx, natstest.JetStream(t), 1, clk.now, time.Hour)
+	js := natstest.JetStream(t)
+	l, err := openLimiter(ctx, js, js, 1, clk.now, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,12 +126,28 @@ func (s *Store) applyBatch(ctx context.Context, batch []eventlog.Entry, savepoin
 		return err
 	}
 	for _, e := range batch {
+		if e.Unauthentic != nil {
+			// Not the hub's own event (no valid MAC: a stray or forged
+			// publish on a log subject): never applied, recorded as refused
+			// under no event id (the id in its body is the forger's word).
+			if err := refuseTx(ctx, tx, e.Seq, "", unauthentic(e.Unauthentic)); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		var ev chat.Event
 		if err := json.Unmarshal(e.Data, &ev); err != nil {
 			// Deterministic: the same bytes fail the same way on every
 			// node. Nothing was written for it, so no savepoint is needed.
 			s.logger.Error("refused an undecodable event", "seq", e.Seq, "err", err)
 			if err := refuseTx(ctx, tx, e.Seq, "", wh.Errorf(wh.EInvalid, "undecodable event")); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if e.MsgID != "" && e.MsgID != ev.ID {
+			s.logger.Error("refused an event whose message id is not its own", "seq", e.Seq, "msgId", e.MsgID, "id", ev.ID)
+			if err := refuseTx(ctx, tx, e.Seq, "", unauthentic(wh.Errorf(wh.EForbidden, "the event's message id is not its id"))); err != nil {
 				return nil, nil, err
 			}
 			continue
@@ -223,6 +239,15 @@ func asRefusal(err error) (*wh.Error, error) {
 func IsConstraint(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
+
+// unauthentic is the refusal of an entry that is not the hub's own event.
+func unauthentic(err error) *wh.Error {
+	var we *wh.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	return &wh.Error{Code: wh.EForbidden, Reason: eventlog.ReasonUnauthentic, Message: err.Error()}
 }
 
 // refuseTx records a refused event, so a duplicate append of the same id
