@@ -105,7 +105,9 @@ func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // runNATSSecrets writes the secrets a NATS cluster and its hubs share.
 func runNATSSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("nats-secrets", "nats-secrets DIR", stdout)
+	fs := newFlags("nats-secrets", "nats-secrets [--upgrade --legacy-horizon N] DIR", stdout)
+	upgrade := fs.Bool("upgrade", false, "add what this version needs (the log-writer's and ops' keys, the events' key) to the secrets an earlier version wrote into DIR, keeping its keys")
+	horizon := fs.Int64("legacy-horizon", -1, "with --upgrade: the event stream's last sequence `N` (its events, appended by the earlier version, carry no MAC; never lower)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -113,6 +115,26 @@ func runNATSSecrets(ctx context.Context, args []string, stdout, stderr io.Writer
 		return usageError{"name the folder to write the secrets to: wheelhouse nats-secrets DIR"}
 	}
 	dir := fs.Arg(0)
+	if *upgrade {
+		if *horizon < 0 {
+			return usageError{"--upgrade needs --legacy-horizon N: the event stream's last sequence (nats stream info WHEELHOUSE, or wheelhouse_projection_applied_seq of a caught-up hub), with every hub stopped"}
+		}
+		upgraded, err := hub.UpgradeNATSSecrets(dir, uint64(*horizon))
+		if err != nil {
+			return err
+		}
+		if !upgraded {
+			fmt.Fprintf(stdout, "The secrets in %s are already this version's.\n", dir)
+			return nil
+		}
+		fmt.Fprintf(stdout, "Upgraded %s and %s (kept their keys, added the log-writer's and ops' NATS users and the events' key, legacy horizon %d).\n"+
+			"Restart the NATS servers with deploy/nats.conf of this version, then copy %s to every hub and start them.\n",
+			filepath.Join(dir, hub.NATSAuthFile), filepath.Join(dir, hub.HubAuthFile), *horizon, hub.HubAuthFile)
+		return nil
+	}
+	if *horizon >= 0 {
+		return usageError{"--legacy-horizon goes with --upgrade"}
+	}
 	created, err := hub.GenerateNATSSecrets(dir)
 	if err != nil {
 		return err
