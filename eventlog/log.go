@@ -824,11 +824,7 @@ func (l *Log) entry(m jetstream.Msg) Entry {
 	if md, err := m.Metadata(); err == nil {
 		seq = md.Sequence.Stream
 	}
-	e := Entry{Seq: seq, Data: m.Data(), Subject: m.Subject()}
-	var mac string
-	if h := m.Headers(); h != nil {
-		e.MsgID, mac = h.Get(nats.MsgIdHdr), h.Get(MACHeader)
-	}
+	e, mac := entryOf(m, seq)
 	if l.auth != nil {
 		if e.Unauthentic = l.auth.Check(e, mac); e.Unauthentic != nil {
 			l.forged.Add(1)
@@ -836,6 +832,29 @@ func (l *Log) entry(m jetstream.Msg) Entry {
 		}
 	}
 	return e
+}
+
+func entryOf(m jetstream.Msg, seq uint64) (Entry, string) {
+	e := Entry{Seq: seq, Data: m.Data(), Subject: m.Subject()}
+	var mac string
+	if h := m.Headers(); h != nil {
+		e.MsgID, mac = h.Get(nats.MsgIdHdr), h.Get(MACHeader)
+	}
+	return e, mac
+}
+
+// Authentic says whether m, a message of the stream another consumer
+// received (the hub's router), is the hub's own event: nil, or why not.
+func (l *Log) Authentic(m jetstream.Msg) error {
+	if l.auth == nil {
+		return nil
+	}
+	md, err := m.Metadata()
+	if err != nil {
+		return err
+	}
+	e, mac := entryOf(m, md.Sequence.Stream)
+	return l.auth.Check(e, mac)
 }
 
 // Forged is how many entries this node found not to be the hub's own

@@ -40,7 +40,7 @@ func (r *recorder) Apply(_ context.Context, batch []Entry) ([]Outcome, []chat.Fe
 	defer r.mu.Unlock()
 	outs := make([]Outcome, 0, len(batch))
 	for _, e := range batch {
-		r.applied = append(r.applied, Entry{Seq: e.Seq, Data: append([]byte(nil), e.Data...)})
+		r.applied = append(r.applied, Entry{Seq: e.Seq, Data: append([]byte(nil), e.Data...), Unauthentic: e.Unauthentic})
 		r.seq = e.Seq
 		var ev chat.Event
 		if err := json.Unmarshal(e.Data, &ev); err == nil {

@@ -149,8 +149,8 @@ func (l *Link) route(m jetstream.Msg) {
 		return
 	}
 	var ev chat.Event
-	if err := json.Unmarshal(m.Data(), &ev); err != nil {
-		m.Term()
+	if err := json.Unmarshal(m.Data(), &ev); err != nil || l.rooms.Log.Authentic(m) != nil {
+		m.Term() // unreadable, or not the hub's own event (the projector refuses it too)
 		return
 	}
 	seq := md.Sequence.Stream
