@@ -102,6 +102,7 @@ func fuzzKind(f *testing.F, kind string) {
 type bridgeEnv struct {
 	h      *Hub
 	bridge string
+	key    nkeys.KeyPair // the bridge's
 }
 
 func newBridgeEnv(tb testing.TB) *bridgeEnv {
@@ -136,7 +137,7 @@ func newBridgeEnv(tb testing.TB) *bridgeEnv {
 	must(err)
 	_, _, err = h.rooms.AddAgent(ctx, alice, "dev", "alice/demo")
 	must(err)
-	return &bridgeEnv{h: h, bridge: b.ID}
+	return &bridgeEnv{h: h, bridge: b.ID, key: kp}
 }
 
 // deliver hands one message to the hub's handler for its kind and checks

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
@@ -43,10 +45,15 @@ func TestHandlerPanicRecovered(t *testing.T) {
 	}
 
 	// The same worker handles the bridge's next message: an announce, asked
-	// over NATS as the bridge would (the hub's own connection stands in for
-	// the bridge's; the subject carries its identity).
+	// over NATS as the bridge would, with its key.
 	a, _ := json.Marshal(wire.Announce{Version: wire.Version, Agents: []wire.AgentInfo{{Name: "demo", Harness: "demo", Status: wire.AgentIdle, Policy: wire.DefaultPolicy()}}})
-	m, err := env.h.nc.Request(wire.FromBridge(env.bridge, wire.KindAnnounce), a, 10*time.Second)
+	pub, _ := env.key.PublicKey()
+	nc, err := nats.Connect(env.h.ns.ns.ClientURL(), nats.Nkey(pub, env.key.Sign), nats.CustomInboxPrefix(wire.InboxPrefix(env.bridge)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	m, err := nc.Request(wire.FromBridge(env.bridge, wire.KindAnnounce), a, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
