@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,10 +16,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/harnesses"
+	"github.com/wheelhouse-dev/wheelhouse/hub"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
@@ -65,6 +68,7 @@ func TestLocalCluster(t *testing.T) {
 	})
 	hub1 := p.expect(t, `^hub 1: (\S+)`)[1]
 	hub2 := p.expect(t, `^hub 2: (\S+)`)[1]
+	natsURLs := p.expect(t, `^NATS: (\S+)`)[1]
 	token := p.expect(t, `^setup token: (\S+)`)[1]
 
 	admin := testhub.NewClient(t, hub1)
@@ -143,6 +147,56 @@ func TestLocalCluster(t *testing.T) {
 		refused(t, "publish to the log", func() error { return nc.Publish("wh.log.message.posted", []byte("{}")) })
 		if _, err := nc.Subscribe(wire.ToBridge(a.BridgeID, wire.KindSteer), noop); err != nil {
 			t.Fatal(err)
+		}
+	})
+	// Reply subjects outside the bridge's inbox are answered by neither hub:
+	// the stream and the login bucket are intact, nothing reached the log
+	// or Bob's bridge, and a genuine request on the inbox is answered.
+	t.Run("ReplySubjectsOutsideInbox", func(t *testing.T) {
+		spy, err := b.Connect()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer spy.Close()
+		steers, _ := spy.SubscribeSync(wire.ToBridge(b.BridgeID, wire.KindSteer))
+		spy.Flush()
+		req := []byte(`{"steerId":"s1.0","fileId":"fnotafile0000000"}`)
+		for _, reply := range []string{"$JS.API.STREAM.DELETE.WHEELHOUSE", "$JS.API.STREAM.DELETE.KV_wheelhouse-logins", "wh.log.forged", wire.ToBridge(b.BridgeID, wire.KindSteer)} {
+			for _, kind := range []string{wire.KindFile, wire.KindAnnounce} {
+				if err := nc.PublishMsg(&nats.Msg{Subject: wire.FromBridge(a.BridgeID, kind), Reply: reply, Data: req}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		m, err := nc.Request(wire.FromBridge(a.BridgeID, wire.KindFile), req, 10*time.Second)
+		if err != nil || m.Header.Get(wire.FileErrorHeader) == "" {
+			t.Fatalf("the genuine request on the inbox: %v %v", m, err)
+		}
+		s, err := hub.LoadNATSSecrets(filepath.Join(dir, "secrets", hub.HubAuthFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp, _ := nkeys.FromSeed([]byte(s.LogSeed))
+		pub, _ := kp.PublicKey()
+		lnc, err := nats.Connect(natsURLs, nats.Nkey(pub, kp.Sign), nats.CustomInboxPrefix("_WH_LOG_INBOX"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lnc.Close()
+		js, _ := jetstream.New(lnc)
+		ctx := context.Background()
+		for _, name := range []string{"WHEELHOUSE", "KV_wheelhouse-logins"} {
+			if _, err := js.Stream(ctx, name); err != nil {
+				t.Fatalf("stream %s: %v", name, err)
+			}
+		}
+		st, _ := js.Stream(ctx, "WHEELHOUSE")
+		if _, err := st.GetLastMsgForSubject(ctx, "wh.log.forged"); !errors.Is(err, jetstream.ErrMsgNotFound) {
+			t.Fatalf("something reached the log: %v", err)
+		}
+		spy.Flush()
+		if n, _, _ := steers.Pending(); n != 0 {
+			t.Fatal("a hub published on Bob's steer subject")
 		}
 	})
 	t.Run("UnpairedKeyRefused", func(t *testing.T) {
