@@ -30,8 +30,9 @@ type attacker struct {
 	seen map[string][]*nats.Msg // captured hub → bridge traffic, by kind
 }
 
-func newAttacker(t *testing.T, ns *testhub.NATS, bridgeID string) *attacker {
+func newAttacker(t *testing.T, ns *testhub.NATS, creds *bridge.Credentials) *attacker {
 	t.Helper()
+	bridgeID := creds.BridgeID
 	sec, err := hub.LoadNATSSecrets(ns.Secrets)
 	if err != nil {
 		t.Fatal(err)
@@ -41,13 +42,21 @@ func newAttacker(t *testing.T, ns *testhub.NATS, bridgeID string) *attacker {
 		t.Fatal(err)
 	}
 	pub, _ := kp.PublicKey()
-	nc, err := nats.Connect(ns.URL, nats.Nkey(pub, kp.Sign), nats.Name("attacker-with-the-hubs-keys"))
+	nc, err := nats.Connect(ns.URL, nats.Nkey(pub, kp.Sign), nats.Name("attacker-with-the-hubs-keys"), nats.CustomInboxPrefix(hub.HubInbox))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
+	// The hub's own user may not listen on bridges' subjects; a
+	// compromised hub knows what it sends anyway. The test hears it on a
+	// connection with the bridge's key.
+	spy, err := creds.Dial("spy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(spy.Close)
 	a := &attacker{t: t, nc: nc, seen: map[string][]*nats.Msg{}}
-	if _, err := nc.Subscribe(wire.ToBridge(bridgeID, "*"), func(m *nats.Msg) {
+	if _, err := spy.Subscribe(wire.ToBridge(bridgeID, "*"), func(m *nats.Msg) {
 		kind := m.Subject[strings.LastIndex(m.Subject, ".")+1:]
 		a.mu.Lock()
 		a.seen[kind] = append(a.seen[kind], m)
@@ -55,7 +64,7 @@ func newAttacker(t *testing.T, ns *testhub.NATS, bridgeID string) *attacker {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := nc.Flush(); err != nil {
+	if err := spy.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -130,7 +139,7 @@ func TestCompromisedHub(t *testing.T) {
 	br := h.StartBridge(alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members"}, 2, "20ms"))
 	alice.AddAgent("dev", "alice/demo")
 	id := br.Creds.BridgeID
-	evil := newAttacker(t, ns, id)
+	evil := newAttacker(t, ns, br.Creds)
 	const handle = "alice/demo"
 
 	// A pending approval: bob asks the agent to delete a file.

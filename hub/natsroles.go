@@ -27,9 +27,9 @@ import (
 // another's name (the bridge-serving user may publish to _INBOX.>, bridges'
 // inboxes, which these are not under).
 const (
-	hubInbox = "_WH_HUB_INBOX"
-	logInbox = "_WH_LOG_INBOX"
-	opsInbox = "_WH_OPS_INBOX"
+	HubInbox = "_WH_HUB_INBOX" // bridge-serving
+	LogInbox = "_WH_LOG_INBOX" // log-writer
+	OpsInbox = "_WH_OPS_INBOX" // ops
 )
 
 // natsRole names a user of the hub.
@@ -45,11 +45,11 @@ const (
 func inboxOf(r natsRole) string {
 	switch r {
 	case roleLogWriter:
-		return logInbox
+		return LogInbox
 	case roleOps:
-		return opsInbox
+		return OpsInbox
 	}
-	return hubInbox
+	return HubInbox
 }
 
 // jsAdminDenied are the JetStream API requests that change or remove a
@@ -76,16 +76,16 @@ func natsPermissions(r natsRole) *server.Permissions {
 					"$KV." + room.LoginBucket + ".>", "$O." + room.FilesBucket + ".>"},
 				Deny: jsAdminDenied,
 			},
-			Subscribe: &server.SubjectPermission{Allow: []string{logInbox + ".>"}},
+			Subscribe: &server.SubjectPermission{Allow: []string{LogInbox + ".>"}},
 		}
 	case roleOps:
 		return &server.Permissions{
 			Publish:   &server.SubjectPermission{Allow: []string{"$JS.API.>", "$O." + room.FilesBucket + ".>", "$SYS.REQ.USER.INFO"}},
-			Subscribe: &server.SubjectPermission{Allow: []string{opsInbox + ".>"}},
+			Subscribe: &server.SubjectPermission{Allow: []string{OpsInbox + ".>"}},
 		}
 	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: []string{"wh.bridge.>", "_INBOX.>"}},
-		Subscribe: &server.SubjectPermission{Allow: []string{"wh.hub.>", hubInbox + ".>"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{"wh.hub.>", HubInbox + ".>"}},
 	}
 }

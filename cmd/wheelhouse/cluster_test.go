@@ -178,7 +178,7 @@ func TestLocalCluster(t *testing.T) {
 		}
 		kp, _ := nkeys.FromSeed([]byte(s.LogSeed))
 		pub, _ := kp.PublicKey()
-		lnc, err := nats.Connect(natsURLs, nats.Nkey(pub, kp.Sign), nats.CustomInboxPrefix("_WH_LOG_INBOX"))
+		lnc, err := nats.Connect(natsURLs, nats.Nkey(pub, kp.Sign), nats.CustomInboxPrefix(hub.LogInbox))
 		if err != nil {
 			t.Fatal(err)
 		}
