@@ -24,7 +24,7 @@ func flagSetFor(args []string) (*flag.FlagSet, []string, bool) {
 	sets := map[string]func() *flag.FlagSet{
 		"hub":          func() *flag.FlagSet { fs, _ := hubFlagSet(io.Discard); return fs },
 		"up":           func() *flag.FlagSet { fs, _ := upFlagSet(io.Discard); return fs },
-		"nats-secrets": func() *flag.FlagSet { return newFlags("nats-secrets", "", io.Discard) },
+		"nats-secrets": func() *flag.FlagSet { fs, _, _ := natsSecretsFlagSet(io.Discard); return fs },
 	}
 	for k, v := range bridgeFlagSets() {
 		sets["bridge "+k] = v

@@ -103,11 +103,17 @@ func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return h.Close(cctx)
 }
 
-// runNATSSecrets writes the secrets a NATS cluster and its hubs share.
-func runNATSSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// natsSecretsFlagSet is nats-secrets' flags.
+func natsSecretsFlagSet(stdout io.Writer) (*flag.FlagSet, *bool, *int64) {
 	fs := newFlags("nats-secrets", "nats-secrets [--upgrade --legacy-horizon N] DIR", stdout)
 	upgrade := fs.Bool("upgrade", false, "add what this version needs (the log-writer's and ops' keys, the events' key) to the secrets an earlier version wrote into DIR, keeping its keys")
 	horizon := fs.Int64("legacy-horizon", -1, "with --upgrade: the event stream's last sequence `N` (its events, appended by the earlier version, carry no MAC; never lower)")
+	return fs, upgrade, horizon
+}
+
+// runNATSSecrets writes the secrets a NATS cluster and its hubs share.
+func runNATSSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, upgrade, horizon := natsSecretsFlagSet(stdout)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -184,6 +184,8 @@ func TestCommandLine(t *testing.T) {
 		{"UnknownBridgeCommand", []string{"bridge", "fly"}, `unknown bridge command "fly"`},
 		{"HookWithoutHarness", []string{"hook"}, "name the harness"},
 		{"NATSSecretsWithoutDir", []string{"nats-secrets"}, "name the folder"},
+		{"NATSSecretsUpgradeWithoutHorizon", []string{"nats-secrets", "--upgrade", "/nonexistent"}, "--upgrade needs --legacy-horizon N"},
+		{"NATSSecretsHorizonWithoutUpgrade", []string{"nats-secrets", "--legacy-horizon", "3", "/nonexistent"}, "--legacy-horizon goes with --upgrade"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, code := runCmd(t, tc.args...)
