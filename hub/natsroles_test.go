@@ -3,6 +3,8 @@ package hub_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -104,8 +106,24 @@ func TestHubNATSRoles(t *testing.T) {
 			if r, ok := h.Rooms().Refusal(ctx, ""); !ok || r == nil {
 				t.Fatalf("the forged events are not recorded as refused: %v %v", r, ok)
 			}
-			// The hub's own writes still go through.
+			// The hub's own writes still go through, and a deleted message's
+			// file bytes are removed (a purge, through ops).
 			h.AddUser(admin, "carol")
+			admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "dev"})
+			fid := uploadFile(t, admin, "dev", "notes.txt", []byte("some notes\n"))
+			r := admin.Must(201, "POST", "/api/v1/rooms/dev/messages", map[string]any{"text": "see the notes", "files": []string{fid}})
+			mid := int64(r.Body["message"].(map[string]any)["id"].(float64))
+			obs, err := js.ObjectStore(ctx, room.FilesBucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := obs.GetInfo(ctx, fid); err != nil {
+				t.Fatalf("the uploaded file: %v", err)
+			}
+			admin.Must(204, "DELETE", fmt.Sprintf("/api/v1/rooms/dev/messages/%d", mid), nil)
+			if _, err := obs.GetInfo(ctx, fid); !errors.Is(err, jetstream.ErrObjectNotFound) {
+				t.Fatalf("a deleted message's file is still stored: %v", err)
+			}
 
 			// Rebuilt from the stream: the same refusals.
 			dir := h.DataDir
