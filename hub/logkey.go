@@ -65,6 +65,13 @@ func (h *Hub) logAuth(ctx context.Context) (*eventlog.Auth, error) {
 			return nil, wh.Wrap(err, "read the event stream")
 		}
 		horizon = info.State.LastSeq
+		if horizon > 0 {
+			// A stream whose events already carry MACs lost its key file:
+			// a new key would refuse them all on a rebuild.
+			if m, err := st.GetMsg(ctx, horizon); err == nil && m.Header.Get(eventlog.MACHeader) != "" {
+				return nil, wh.Errorf(wh.EInvalid, "%s is missing, but the event stream's events carry MACs made with the key it held: restore it from the data directory's backup (a new key would refuse every earlier event when the projection is rebuilt)", path)
+			}
+		}
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 	default:
 		return nil, wh.Wrap(err, "read the event stream")

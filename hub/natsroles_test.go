@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,6 +229,24 @@ func TestLegacyEventsBeforeTheKey(t *testing.T) {
 		t.Fatal("a MAC-less event after the legacy horizon was applied")
 	}
 	h.AddUser(root, "fresh")
+
+	// A lost key file is refused once the stream's events carry MACs.
+	h.Stop()
+	kf := filepath.Join(dir, hub.LogKeyFile)
+	if err := os.Rename(kf, kf+".bak"); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := hub.New(hub.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", Logger: testhub.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.Open(ctx); err == nil || !strings.Contains(err.Error(), "restore it from the data directory's backup") {
+		hc.Close(ctx)
+		t.Fatalf("a hub without its event key started: %v", err)
+	}
+	if err := os.Rename(kf+".bak", kf); err != nil {
+		t.Fatal(err)
+	}
 
 	// A rebuild takes the legacy events again and refuses the forged one.
 	h.Stop()
