@@ -190,3 +190,39 @@ func TestNewSteerReceiptAsStored(t *testing.T) {
 		t.Fatalf("%d receipts with %v; want pending, held, and two rejections for different reasons", n, statuses)
 	}
 }
+
+// An entry the log found not to be the hub's own (no valid MAC), or one
+// whose message id is not its event's, is refused in its batch without
+// being applied, recorded under no event id (the id in it is the
+// forger's), and gets no outcome; the events around it are applied.
+func TestUnauthenticEntryRefusedInItsBatch(t *testing.T) {
+	b := newBenchStore(t, 2, false)
+	ctx := context.Background()
+	forged := messageEvent(t, "u1", "forged")
+	wrongID := messageEvent(t, "u1", "another id")
+	batch := entries(t, b, messageEvent(t, "u0", "first"), forged, wrongID, messageEvent(t, "u1", "last"))
+	batch[1].Unauthentic = &wh.Error{Code: wh.EForbidden, Reason: eventlog.ReasonUnauthentic, Message: "no MAC"}
+	batch[2].MsgID = "not-" + wrongID.ID
+	outs, _, err := b.s.Apply(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 2 || outs[0].Err != nil || outs[1].Err != nil {
+		t.Fatalf("outcomes %+v: want the first and last, applied", outs)
+	}
+	if _, ok := b.s.Refusal(ctx, forged.ID); ok {
+		t.Fatal("the forged entry's claimed id was recorded as refused")
+	}
+	var n int
+	if err := b.s.db.r.QueryRowContext(ctx, `SELECT count(*) FROM refusals WHERE seq IN (?, ?) AND event_id = ''`, batch[1].Seq, batch[2].Seq).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("refusals recorded: %d %v, want 2", n, err)
+	}
+	r, _ := b.s.RoomByName(ctx, "r")
+	ms, err := b.s.History(ctx, r.ID, Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 || ms[0].Text != "first" || ms[1].Text != "last" {
+		t.Fatalf("history %+v, want first and last", ms)
+	}
+}
