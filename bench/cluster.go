@@ -337,18 +337,19 @@ func (c *cluster) stop() {
 	}
 }
 
-// connect connects to node i as the hubs do (their account's user).
+// connect connects to node i as the hubs' ops user, the one that may
+// create a stream (and publish on the baseline's subjects, wh.bench.>).
 func (c *cluster) connect(i int) (*nats.Conn, error) {
-	kp, err := nkeys.FromSeed([]byte(c.secrets.HubSeed))
+	kp, err := nkeys.FromSeed([]byte(c.secrets.OpsSeed))
 	if err != nil {
 		return nil, err
 	}
 	pub, _ := kp.PublicKey()
-	return nats.Connect(c.clients[i], nats.Nkey(pub, kp.Sign))
+	return nats.Connect(c.clients[i], nats.Nkey(pub, kp.Sign), nats.CustomInboxPrefix(hub.OpsInbox))
 }
 
 func (c *cluster) benchStream(ctx context.Context, js jetstream.JetStream) error {
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BENCH", Subjects: []string{"bench.>"}, Storage: jetstream.FileStorage, Replicas: 3})
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BENCH", Subjects: []string{"wh.bench.>"}, Storage: jetstream.FileStorage, Replicas: 3})
 	return err
 }
 
@@ -367,7 +368,7 @@ func (c *cluster) rawPublish(ctx context.Context, n, conc int) (Rate, error) {
 	cpu0 := cpuTime()
 	start := time.Now()
 	if _, err := hammer(ctx, n, conc, func(ctx context.Context, _ int) error {
-		_, err := js.Publish(ctx, "bench.x", payload)
+		_, err := js.Publish(ctx, "wh.bench.x", payload)
 		return err
 	}); err != nil {
 		return Rate{}, err
@@ -397,7 +398,7 @@ func (c *cluster) rawAcross(ctx context.Context, m int) (Dist, error) {
 	if err != nil {
 		return Dist{}, err
 	}
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy, FilterSubjects: []string{"bench.lat"}})
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy, FilterSubjects: []string{"wh.bench.lat"}})
 	if err != nil {
 		return Dist{}, err
 	}
@@ -411,7 +412,7 @@ func (c *cluster) rawAcross(ctx context.Context, m int) (Dist, error) {
 	ds := make([]time.Duration, 0, m)
 	for range m {
 		t0 := time.Now()
-		if _, err := jp.Publish(ctx, "bench.lat", payload); err != nil {
+		if _, err := jp.Publish(ctx, "wh.bench.lat", payload); err != nil {
 			return Dist{}, err
 		}
 		select {

@@ -21,7 +21,7 @@ import (
 //     stream or bucket create, update, delete, purge, snapshot or restore.
 //   - ops: creates and updates the stream and the buckets at start-up and
 //     removes deleted files' bytes (the retention of files); no log
-//     subject.
+//     subject. wheelhouse bench's raw JetStream baseline uses it too.
 //
 // Each user has an inbox prefix of its own, so one cannot answer in
 // another's name (the bridge-serving user may publish to _INBOX.>, bridges'
@@ -31,6 +31,10 @@ const (
 	LogInbox = "_WH_LOG_INBOX" // log-writer
 	OpsInbox = "_WH_OPS_INBOX" // ops
 )
+
+// BenchSubjects are the raw JetStream baseline's of wheelhouse bench
+// (ops publishes there; no hub does).
+const BenchSubjects = "wh.bench.>"
 
 // natsRole names a user of the hub.
 type natsRole string
@@ -80,7 +84,7 @@ func natsPermissions(r natsRole) *server.Permissions {
 		}
 	case roleOps:
 		return &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: []string{"$JS.API.>", "$O." + room.FilesBucket + ".>", "$SYS.REQ.USER.INFO"}},
+			Publish:   &server.SubjectPermission{Allow: []string{"$JS.API.>", "$O." + room.FilesBucket + ".>", "$SYS.REQ.USER.INFO", BenchSubjects}},
 			Subscribe: &server.SubjectPermission{Allow: []string{OpsInbox + ".>"}},
 		}
 	}
