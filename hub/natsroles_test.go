@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/hub"
@@ -259,5 +260,56 @@ func TestLegacyEventsBeforeTheKey(t *testing.T) {
 	root = h2.Login("root", "correct horse")
 	if !isAdminKnown(t, root, "legacy") || !isAdminKnown(t, root, "fresh") || isAdmin(t, root, "legacy") {
 		t.Fatal("the rebuild differs: legacy events, genuine events, the forged event")
+	}
+}
+
+// A revocation published on the log with the log-writer's credentials but
+// without the hub's MAC revokes nothing: the projector refuses it and the
+// router, which acts on revocations, terminates it without disconnecting
+// the bridge.
+func TestForgedRevocationIgnored(t *testing.T) {
+	h := testhub.Start(t, testhub.Options{MetricsAddr: "127.0.0.1:0"})
+	admin := h.Setup("root", "correct horse")
+	bob := h.AddUser(admin, "bob")
+	br := h.StartBridge(bob, nil, bridge.AgentConfig{Name: "helper", Harness: "demo", PolicyFile: bridge.PolicyConfig{Address: "members"},
+		Options: map[string]string{"steps": "1", "step": "10ms"}})
+	ev, _ := chat.NewEvent(chat.EvBridgeRevoked, time.Now(), chat.BridgeRevoked{ID: br.Creds.BridgeID, By: "root"})
+	data, _ := json.Marshal(ev)
+	js, err := jetstream.New(h.ConnectAs(t, hub.RoleLogWriter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ack, err := js.Publish(ctx, eventlog.SubjectPrefix+ev.Type, data, jetstream.WithMsgID(ev.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Rooms().Log.WaitApplied(ctx, ack.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	// The router is done with it once its ack floor passes it.
+	testhub.CheckFor(t, 20*time.Second, "the router done with the forged revocation", func() error {
+		c, err := js.Consumer(ctx, eventlog.StreamName, "wheelhouse-router")
+		if err != nil {
+			return err
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.AckFloor.Stream < ack.Sequence {
+			return fmt.Errorf("ack floor %d, forged revocation at %d", info.AckFloor.Stream, ack.Sequence)
+		}
+		return nil
+	})
+	if strings.Contains(br.Out(), "lost the hub connection") {
+		t.Fatalf("a forged revocation disconnected the bridge:\n%s", br.Out())
+	}
+	b, err := h.Rooms().BridgeByID(ctx, br.Creds.BridgeID)
+	if err != nil || b.Revoked {
+		t.Fatalf("the bridge after a forged revocation: %+v %v", b, err)
+	}
+	if got := metricValue(t, h, "wheelhouse_projection_unauthentic_events_total"); got != 1 {
+		t.Fatalf("wheelhouse_projection_unauthentic_events_total = %v, want 1", got)
 	}
 }
