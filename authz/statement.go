@@ -417,8 +417,13 @@ func CheckSigned(c SignedCheck) (Statement, Decision) {
 // no expected turn and no files are part of what the owner said.
 func matchStatement(got, want Statement) error {
 	every := want.Kind == StatementMessage
+	if want.Bridge != "" && got.Bridge != want.Bridge {
+		if got.Bridge == "" {
+			return fmt.Errorf("it names no bridge, and a statement must name the bridge it is for (%s)", want.Bridge)
+		}
+		return fmt.Errorf("it is for bridge %.20q, not this one (%s)", got.Bridge, want.Bridge)
+	}
 	for _, f := range []struct{ name, got, want string }{
-		{"bridge", got.Bridge, want.Bridge},
 		{"thread", got.Thread, want.Thread},
 		{"turn", got.Turn, want.Turn},
 	} {

@@ -11,15 +11,11 @@ import (
 // words go only into turns in which every side effect reaches the gate
 // (see Gating and authz.StrictPlacement).
 
-// inputTaint is what a steer carries besides its sender's own words, and
-// whether it may only go into a strict turn.
-func (r *runner) inputTaint(st wire.Steer) (data []string, needsStrict bool) {
-	parts := make([]authz.Part, 0, len(st.Parts))
-	for _, p := range st.Parts {
-		parts = append(parts, authz.Part{Kind: p.Kind, Start: p.Start, End: p.End})
-	}
-	data = authz.WithFiles(authz.MessageData(st.Text, st.SenderIsAgent, parts), len(st.Files))
-	return data, authz.MessageNeedsStrict(r.b.cfg.Creds.Owner, st.Sender, st.SenderIsOwner, st.SenderIsAgent, data)
+// messageData is what a steer carries besides its sender's own words: the
+// parts read from its text (never the hub's list of them), another agent's
+// output, files.
+func messageData(st wire.Steer) []string {
+	return authz.WithFiles(authz.MessageData(st.Text, st.SenderIsAgent, authz.QuotedParts(st.Text)), len(st.Files))
 }
 
 // strictMode applies the gate rule to SteerMode's answer.
@@ -54,7 +50,7 @@ func (r *runner) noteData(data []string) {
 func (r *runner) turnInputs() authz.TurnInputs {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return authz.TurnInputs{Owner: r.b.cfg.Creds.Owner, SteeredBy: slices.Clone(r.steeredBy), Data: slices.Clone(r.data)}
+	return authz.TurnInputs{Owner: r.b.cfg.Creds.Owner, SteeredBy: slices.Clone(r.steeredBy), Data: slices.Clone(r.data), Unverified: r.unverified}
 }
 
 // GatingNotes explains, for the owner, how the gate rule applies to an
