@@ -227,3 +227,23 @@ func TestSayOnTheBridgeMachine(t *testing.T) {
 		t.Fatal("said nothing")
 	}
 }
+
+// Every statement names the bridge it is for: alice's consent signed for
+// her other bridge, or for none, does nothing here.
+func TestStatementsNameTheirBridge(t *testing.T) {
+	_, r, k := wordsBridge(t, nil)
+	for _, bridgeID := range []string{"b999999999999", "none"} {
+		s := k.sign(t, authz.Statement{Kind: authz.StatementConsent, Bridge: bridgeID, Agent: "alice/codex", Room: "new"})
+		err := r.consent(wire.Consent{Agent: "codex", Room: "new", Action: wire.ConsentAdd, By: "alice", Signed: s})
+		if err == nil || !strings.Contains(err.Error(), "bridge") {
+			t.Fatalf("a consent for bridge %q: %v", bridgeID, err)
+		}
+		if _, ok := r.roomGrant("new"); ok {
+			t.Fatalf("a consent for bridge %q let the agent into the room", bridgeID)
+		}
+	}
+	s := k.sign(t, authz.Statement{Kind: authz.StatementConsent, Agent: "alice/codex", Room: "new"})
+	if err := r.consent(wire.Consent{Agent: "codex", Room: "new", Action: wire.ConsentAdd, By: "alice", Signed: s}); err != nil {
+		t.Fatalf("a consent for this bridge: %v", err)
+	}
+}
