@@ -103,7 +103,10 @@ func TestOwnerWordsNeedTheOwnersSignature(t *testing.T) {
 		{"ErrNFDForNFC", func() wire.Steer { return ownerSteer("s1.0", "dev", nfd) },
 			func(wire.Steer) *authz.Statement { s := message(ownerSteer("s1.0", "dev", nfc)); return &s }, false, "textHash"},
 		{"ErrCRLFForLF", func() wire.Steer { return ownerSteer("s1.0", "dev", "@alice/codex one\r\ntwo") },
-			func(wire.Steer) *authz.Statement { s := message(ownerSteer("s1.0", "dev", "@alice/codex one\ntwo")); return &s }, false, "textHash"},
+			func(wire.Steer) *authz.Statement {
+				s := message(ownerSteer("s1.0", "dev", "@alice/codex one\ntwo"))
+				return &s
+			}, false, "textHash"},
 		{"ErrTrailingSpace", func() wire.Steer { return ownerSteer("s1.0", "dev", text+" ") },
 			func(wire.Steer) *authz.Statement { s := message(ownerSteer("s1.0", "dev", text)); return &s }, false, "textHash"},
 	} {
