@@ -250,3 +250,27 @@ func TestStatementsNameTheirBridge(t *testing.T) {
 		t.Fatalf("a consent for this bridge: %v", err)
 	}
 }
+
+// The verdict on whose words these are is made when the steer arrives: a
+// queued entry keeps it when it starts later.
+func TestQueuedWordsKeepTheirVerdict(t *testing.T) {
+	for _, signed := range []bool{true, false} {
+		_, r, k := wordsBridge(t, nil)
+		r.mu.Lock()
+		r.turnID, r.status = "t0", wire.AgentWorking // a turn runs in another thread
+		r.mu.Unlock()
+		st := ownerSteer("s1.0", "dev", "@alice/codex tidy the repo")
+		st.NewTurn = true
+		if signed {
+			st.Words = k.sign(t, message(st)) // for a new turn: no turn named
+		}
+		if rc, _ := r.deliver(st); rc.Status != wire.StatusQueued {
+			t.Fatalf("receipt %+v: want queued behind the running turn", rc)
+		}
+		r.clearTurn("t0", wire.TurnCompleted)
+		r.deliverQueued()
+		if in := lastStarted(t, r); in.Strict == signed || in.SenderIsOwner != signed {
+			t.Fatalf("signed=%v: the queued words started strict=%v owner=%v", signed, in.Strict, in.SenderIsOwner)
+		}
+	}
+}
