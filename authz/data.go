@@ -59,6 +59,10 @@ type TurnInputs struct {
 	Owner     string
 	SteeredBy []string
 	Data      []string
+	// Unverified: words reached the turn that the hub labelled as the
+	// owner's but the bridge could not verify as theirs (no valid signed
+	// message statement): they count as a teammate's.
+	Unverified bool
 }
 
 // Add records one more message that reached the turn.
@@ -69,8 +73,9 @@ func (t *TurnInputs) Add(sender string, data []string) {
 	t.Data = sortData(append(slices.Clone(t.Data), data...))
 }
 
-// Tainted: someone other than the owner steered the turn.
-func (t TurnInputs) Tainted() bool { return Tainted(t.Owner, t.SteeredBy) }
+// Tainted: someone other than the owner steered the turn, or words the
+// bridge could not verify as the owner's reached it.
+func (t TurnInputs) Tainted() bool { return t.Unverified || Tainted(t.Owner, t.SteeredBy) }
 
 // DataTainted: text that is not a person's own typed words (pasted,
 // quoted, forwarded, another agent's output) reached the turn.
@@ -97,10 +102,13 @@ func (t TurnInputs) AutoApprovable(tool string, autoApprove []string, leavesSand
 
 // MessageNeedsStrict reports whether a message may only go into a turn in
 // which every side effect reaches the owner's approval gate: any message
-// that is not the owner's own typed words (a teammate's, an agent's, or the
-// owner's with pasted, quoted or forwarded data in it).
-func MessageNeedsStrict(owner, sender string, senderIsOwner, senderIsAgent bool, data []string) bool {
-	return !senderIsOwner || senderIsAgent || !isOwner(sender, owner) || len(data) > 0
+// that is not the owner's own typed words (a teammate's, an agent's, the
+// owner's with pasted, quoted or forwarded data in it, or words labelled as
+// the owner's that the bridge did not verify). verified: the bridge checked
+// the owner's signed message statement over exactly these words (or they
+// were typed on the bridge machine); a hub's label alone is not enough.
+func MessageNeedsStrict(owner, sender string, verified, senderIsAgent bool, data []string) bool {
+	return !verified || senderIsAgent || !isOwner(sender, owner) || len(data) > 0
 }
 
 // DataPhrase says in words what data reached a turn, for the approval card

@@ -135,15 +135,16 @@ func ceilingRank(c string) int {
 // CeilingWidens reports whether moving from cur to next lets turns do more.
 func CeilingWidens(cur, next string) bool { return ceilingRank(next) > ceilingRank(cur) }
 
-// StricterCeiling returns the stricter of a and b.
+// StricterCeiling returns the stricter of a and b (read-only for an
+// unknown one).
 func StricterCeiling(a, b string) string {
-	if ceilingRank(a) <= ceilingRank(b) {
-		if ceilingRank(a) == 0 {
-			return CeilingReadOnly
-		}
-		return a
+	if ceilingRank(b) < ceilingRank(a) {
+		a = b
 	}
-	return b
+	if ceilingRank(a) == 0 {
+		return CeilingReadOnly // an unknown ceiling is the strictest
+	}
+	return a
 }
 
 // CeilingNeedsStrict: a turn under c must send every side effect to the
@@ -155,3 +156,17 @@ func CeilingAutoApproves(c string) bool { return ceilingRank(c) == 2 }
 
 // CeilingDeniesAll: a turn under c runs nothing that reaches the gate.
 func CeilingDeniesAll(c string) bool { return ceilingRank(c) == 0 }
+
+// UnverifiedDMCeiling is the ceiling of words that claim to come from the
+// owner's own DM with the agent but are not verified as the owner's: the
+// owner's DM grant (normal) is only for the owner's words, and a hub could
+// have relabelled a message from any of the agent's rooms as coming from
+// there. So they get the strictest ceiling of the agent's rooms, and at
+// most ask.
+func UnverifiedDMCeiling(rooms []string) string {
+	c := CeilingAsk
+	for _, r := range rooms {
+		c = StricterCeiling(c, r) // an unknown one is the strictest
+	}
+	return c
+}

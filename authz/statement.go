@@ -28,6 +28,10 @@ const (
 	StatementConsent  = "consent"  // let the agent act in Room, at Ceiling
 	StatementCeiling  = "ceiling"  // what turns started from Room may do: Ceiling
 	StatementForward  = "forward"  // forward a held mention: Steer, Room, Sender, TextHash, Files
+	// StatementMessage: the owner's own words to one of the owner's agents:
+	// Bridge, Agent, Room, Thread, TextHash, Files, Turn. Every field is
+	// compared, empty ones included.
+	StatementMessage = "message"
 )
 
 // The one decision word of each kind (the statement says it in words).
@@ -37,6 +41,7 @@ var statementDecision = map[string]string{
 	StatementConsent:  "add",
 	StatementCeiling:  "set",
 	StatementForward:  "forward",
+	StatementMessage:  "say",
 }
 
 // StatementDecision is the decision word a statement of kind carries.
@@ -59,8 +64,11 @@ const (
 // Every field that says what is allowed is in it; nothing the hub adds
 // beside it counts.
 type Statement struct {
-	V           int             `json:"v"`
-	Kind        string          `json:"kind"`
+	V    int    `json:"v"`
+	Kind string `json:"kind"`
+	// Bridge is the id of the bridge the statement is for ("b" + 12 hex);
+	// a bridge refuses a statement naming another.
+	Bridge      string          `json:"bridge,omitempty"`
 	Agent       string          `json:"agent"` // owner/name
 	Decision    string          `json:"decision"`
 	Approval    string          `json:"approval,omitempty"`
@@ -74,9 +82,14 @@ type Statement struct {
 	// Files are the files posted with a forwarded message, in the
 	// message's order, each by the name the agent will see and the SHA-256
 	// of its bytes; none: it has none.
-	Files   []StatementFile `json:"files,omitempty"`
-	Expires string          `json:"expires"` // RFC 3339
-	Nonce   string          `json:"nonce"`   // unique per statement; the bridge refuses a second use
+	Files []StatementFile `json:"files,omitempty"`
+	// Thread is the decimal id of the thread root a message is posted in
+	// ("" = the channel); Turn is the turn the owner expects the words to
+	// reach ("" = none: a new turn when the agent is idle).
+	Thread  string `json:"thread,omitempty"`
+	Turn    string `json:"turn,omitempty"`
+	Expires string `json:"expires"` // RFC 3339
+	Nonce   string `json:"nonce"`   // unique per statement; the bridge refuses a second use
 }
 
 // MaxFileName bounds a file's name, in bytes (wire.MaxFileName is this).
@@ -169,19 +182,27 @@ func ParseStatement(raw []byte) (Statement, error) {
 	case StatementCeiling:
 		err = errors.Join(missing("room", s.Room), missing("ceiling", s.Ceiling))
 	case StatementForward:
-		err = errors.Join(missing("steer", s.Steer), missing("room", s.Room), missing("sender", s.Sender), missing("textHash", s.TextHash))
-		for _, f := range s.Files {
-			if !isSHA256Hex(f.SHA256) {
-				err = errors.Join(err, fmt.Errorf("a forward statement names each file's SHA-256 (64 hex digits), not %.70q", f.SHA256))
-				break
-			}
-			if f.Name == "" || len(f.Name) > MaxFileName {
-				err = errors.Join(err, fmt.Errorf("a forward statement names each file by its name (1 to %d bytes)", MaxFileName))
-				break
-			}
+		err = errors.Join(missing("steer", s.Steer), missing("room", s.Room), missing("sender", s.Sender), missing("textHash", s.TextHash), checkFiles(s.Kind, s.Files))
+	case StatementMessage:
+		err = errors.Join(missing("bridge", s.Bridge), missing("room", s.Room), missing("textHash", s.TextHash), checkFiles(s.Kind, s.Files))
+		if s.TextHash != "" && !isSHA256Hex(s.TextHash) {
+			err = errors.Join(err, errors.New("a message statement's textHash is a SHA-256 (64 hex digits)"))
 		}
 	}
 	return s, err
+}
+
+// checkFiles checks the files a statement names.
+func checkFiles(kind string, fs []StatementFile) error {
+	for _, f := range fs {
+		if !isSHA256Hex(f.SHA256) {
+			return fmt.Errorf("a %s statement names each file's SHA-256 (64 hex digits), not %.70q", kind, f.SHA256)
+		}
+		if f.Name == "" || len(f.Name) > MaxFileName {
+			return fmt.Errorf("a %s statement names each file by its name (1 to %d bytes)", kind, MaxFileName)
+		}
+	}
+	return nil
 }
 
 func files(n int) string { return fmt.Sprintf("%d %s", n, plural(n, "file", "files")) }
@@ -391,8 +412,25 @@ func CheckSigned(c SignedCheck) (Statement, Decision) {
 	return s, allow
 }
 
-// matchStatement compares the fields want names with got.
+// matchStatement compares the fields want names with got. For a message
+// statement every field is compared, empty ones included: an empty thread,
+// no expected turn and no files are part of what the owner said.
 func matchStatement(got, want Statement) error {
+	every := want.Kind == StatementMessage
+	if want.Bridge != "" && got.Bridge != want.Bridge {
+		if got.Bridge == "" {
+			return fmt.Errorf("it names no bridge, and a statement must name the bridge it is for (%s)", want.Bridge)
+		}
+		return fmt.Errorf("it is for bridge %.20q, not this one (%s)", got.Bridge, want.Bridge)
+	}
+	for _, f := range []struct{ name, got, want string }{
+		{"thread", got.Thread, want.Thread},
+		{"turn", got.Turn, want.Turn},
+	} {
+		if (every || f.want != "") && f.got != f.want {
+			return fmt.Errorf("it names %s %q, not %q", f.name, f.got, f.want)
+		}
+	}
 	for _, f := range []struct{ name, got, want string }{
 		{"kind", got.Kind, want.Kind},
 		{"agent", got.Agent, want.Agent},
@@ -402,7 +440,7 @@ func matchStatement(got, want Statement) error {
 		{"steer", got.Steer, want.Steer},
 		{"sender", got.Sender, want.Sender},
 	} {
-		if f.want != "" && f.got != f.want {
+		if (every || f.want != "") && f.got != f.want {
 			return fmt.Errorf("it names %s %q, not %q", f.name, f.got, f.want)
 		}
 	}
@@ -410,13 +448,16 @@ func matchStatement(got, want Statement) error {
 		{"payloadHash", got.PayloadHash, want.PayloadHash},
 		{"textHash", got.TextHash, want.TextHash},
 	} {
-		if f.want != "" && !strings.EqualFold(f.got, f.want) {
+		if (every || f.want != "") && !strings.EqualFold(f.got, f.want) {
 			return fmt.Errorf("it names %s %.12s…, not %.12s…", f.name, f.got, f.want)
 		}
 	}
-	// A forward names every file the message carries, or none when it has
-	// none: the files are part of what the owner hands on.
-	if want.Kind == StatementForward {
+	if every && len(got.Policy) != 0 {
+		return errors.New("it carries a policy")
+	}
+	// A forward or a message names every file the message carries, or none
+	// when it has none: the files are part of what the owner hands on.
+	if want.Kind == StatementForward || every {
 		if len(got.Files) != len(want.Files) {
 			return fmt.Errorf("it names %s, and the message has %s", files(len(got.Files)), files(len(want.Files)))
 		}

@@ -288,3 +288,74 @@ func TestEnrollProof(t *testing.T) {
 		t.Fatalf("canonical enrollment %s", got)
 	}
 }
+
+// A message statement is compared field by field, empty ones included:
+// a statement with no thread, no turn or no files does not cover words in
+// a thread, for a turn or with files, nor the other way round.
+func TestMessageStatement(t *testing.T) {
+	key, spki := newKey(t)
+	dev := &Device{ID: DeviceID(spki), Kind: DeviceWebCrypto, PublicKey: spki}
+	file := StatementFile{Name: "notes.txt", SHA256: FileHash([]byte("notes\n"))}
+	msg := func(f func(*Statement)) Statement {
+		s := Statement{V: 1, Kind: StatementMessage, Decision: "say", Bridge: "b0123456789ab", Agent: "alice/codex", Room: "dev",
+			TextHash: TextHash("fix the build"), Expires: stmtNow.Add(time.Minute).Format(time.RFC3339), Nonce: "n-0123456789abcdef"}
+		if f != nil {
+			f(&s)
+		}
+		return s
+	}
+	want := func(f func(*Statement)) Statement {
+		s := msg(f)
+		s.V, s.Decision, s.Expires, s.Nonce = 0, "", "", ""
+		return s
+	}
+	for _, tt := range []struct {
+		name         string
+		signed, have func(*Statement)
+		ok           bool
+	}{
+		{"OK", nil, nil, true},
+		{"OKThreadTurnFiles", func(s *Statement) { s.Thread, s.Turn, s.Files = "42", "t-1", []StatementFile{file} },
+			func(s *Statement) { s.Thread, s.Turn, s.Files = "42", "t-1", []StatementFile{file} }, true},
+		{"ErrOtherBridge", func(s *Statement) { s.Bridge = "b999999999999" }, nil, false},
+		{"ErrOtherAgent", func(s *Statement) { s.Agent = "alice/other" }, nil, false},
+		{"ErrOtherRoom", func(s *Statement) { s.Room = "dm:alice,codex" }, nil, false},
+		{"ErrChannelWordsInAThread", nil, func(s *Statement) { s.Thread = "42" }, false},
+		{"ErrThreadWordsInTheChannel", func(s *Statement) { s.Thread = "42" }, nil, false},
+		{"ErrNoTurnNamedButTurnRuns", nil, func(s *Statement) { s.Turn = "t-1" }, false},
+		{"ErrOtherTurn", func(s *Statement) { s.Turn = "t-1" }, func(s *Statement) { s.Turn = "t-2" }, false},
+		{"ErrTurnNamedButIdle", func(s *Statement) { s.Turn = "t-1" }, nil, false},
+		{"ErrOtherText", nil, func(s *Statement) { s.TextHash = TextHash("rm -rf /") }, false},
+		{"ErrFileAdded", nil, func(s *Statement) { s.Files = []StatementFile{file} }, false},
+		{"ErrFileDropped", func(s *Statement) { s.Files = []StatementFile{file} }, nil, false},
+		{"ErrWithPolicy", func(s *Statement) { s.Policy = json.RawMessage(`{"autoApprove":true}`) }, nil, false},
+		{"ErrWithSender", func(s *Statement) { s.Sender = "bob" }, nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := canon(t, msg(tt.signed))
+			_, d := CheckSigned(SignedCheck{Raw: raw, Device: dev, Sig: Signature{Sig: signP1363(t, key, raw)}, Want: want(tt.have), Now: stmtNow})
+			if d.Allow != tt.ok || (!tt.ok && d.Reason != ReasonWrongStatement) {
+				t.Fatalf("got %+v, want allowed=%v", d, tt.ok)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		name string
+		mut  func(*Statement)
+		err  string
+	}{
+		{"ErrNoBridge", func(s *Statement) { s.Bridge = "" }, "needs bridge"},
+		{"ErrNoRoom", func(s *Statement) { s.Room = "" }, "needs room"},
+		{"ErrNoTextHash", func(s *Statement) { s.TextHash = "" }, "needs textHash"},
+		{"ErrTextHashNotADigest", func(s *Statement) { s.TextHash = "ab" }, "SHA-256"},
+		{"ErrFileNotADigest", func(s *Statement) { s.Files = []StatementFile{{Name: "a", SHA256: "a"}} }, "SHA-256"},
+		{"ErrWrongDecision", func(s *Statement) { s.Decision = "forward" }, "decision"},
+	} {
+		t.Run("Parse"+tt.name, func(t *testing.T) {
+			_, err := ParseStatement(canon(t, msg(tt.mut)))
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("err %v, want %q", err, tt.err)
+			}
+		})
+	}
+}

@@ -114,6 +114,7 @@ func New(cfg Config) (*Bridge, error) {
 	if b.trust, err = openTrust(cfg.TrustFile, cfg.Now, cfg.Agents); err != nil {
 		return nil, err
 	}
+	b.trust.bridge = cfg.Creds.BridgeID
 	for _, ac := range cfg.Agents {
 		f, ok := cfg.Harnesses[ac.Harness]
 		if !ok {

@@ -18,7 +18,7 @@ import (
 )
 
 // DefaultControlSocket is where the bridge listens for the owner's local
-// commands (wheelhouse approvals / approve / deny).
+// commands (wheelhouse approvals / approve / deny / say).
 func DefaultControlSocket() string {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
 		return filepath.Join(d, "wheelhouse", "bridge.sock")
@@ -29,12 +29,17 @@ func DefaultControlSocket() string {
 // ControlRequest is one line a local client sends.
 type ControlRequest struct {
 	// Op: list, decide (approvals); devices, devices-add, devices-revoke;
-	// invitation (accept or decline one); rooms.
+	// invitation (accept or decline one); rooms; say (the owner's words to
+	// Agent: Text, in Room and Thread).
 	Op         string `json:"op"`
 	ID         string `json:"id,omitempty"`
 	Decision   string `json:"decision,omitempty"` // approve, deny; accept, decline
 	Hash       string `json:"hash,omitempty"`
 	Invitation int64  `json:"invitation,omitempty"`
+	Agent      string `json:"agent,omitempty"`
+	Text       string `json:"text,omitempty"`
+	Room       string `json:"room,omitempty"`
+	Thread     int64  `json:"thread,omitempty"`
 }
 
 // ControlReply answers a ControlRequest.
@@ -48,6 +53,8 @@ type ControlReply struct {
 	Expires time.Time `json:"expires,omitzero"`
 	// Rooms lists, per agent, the rooms it may act in (rooms).
 	Rooms map[string][]wire.RoomGrant `json:"rooms,omitempty"`
+	// Receipt is what became of the words (say).
+	Receipt *wire.Receipt `json:"receipt,omitempty"`
 }
 
 // controlServer is the owner's local door to the bridge: a unix socket
@@ -167,6 +174,14 @@ func (s *controlServer) handle(req ControlRequest) ControlReply {
 			out[name] = s.b.trust.grants(name)
 		}
 		return ControlReply{OK: true, Rooms: out}
+	case "say":
+		ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+		defer cancel()
+		rc, err := s.b.Say(ctx, SayRequest{Agent: req.Agent, Text: req.Text, Room: req.Room, Thread: req.Thread})
+		if err != nil {
+			return ControlReply{Error: wh.ErrorMessage(err)}
+		}
+		return ControlReply{OK: true, Receipt: &rc}
 	case "invitation":
 		if err := s.b.answerInvitation(req.Invitation, req.Decision); err != nil {
 			return ControlReply{Error: wh.ErrorMessage(err)}

@@ -186,6 +186,9 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	taint := ""
 	if tainted {
 		taint = " [tainted: steered by @" + strings.Join(steeredBy, ", @") + "]"
+		if inputs.Unverified {
+			taint += " [words not verified as yours]"
+		}
 	}
 	if req.DataTainted {
 		taint += " [contains " + authz.DataPhrase(req.Data) + "]"

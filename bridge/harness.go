@@ -60,8 +60,9 @@ type Input struct {
 	// ceiling when a queued message starts (the owner may have changed the
 	// ceiling while it waited).
 	prov        authz.Provenance
-	taintStrict bool   // Strict for the message's own sake (taint), whatever the room
-	ceiling     string // the ceiling Text, Strict and ReadOnly were built for
+	taintStrict bool       // Strict for the message's own sake (taint), whatever the room
+	ceiling     string     // the ceiling Text, Strict and ReadOnly were built for
+	words       ownerWords // whether the words are the owner's, decided on arrival
 }
 
 // Gating is how a harness answers the bridge's question "will every side

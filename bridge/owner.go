@@ -106,7 +106,11 @@ func (b *Bridge) refuse(r *runner, kind, subject, device string, d authz.Decisio
 		who, agent = r.handle(), r.cfg.Name
 		r.journalAdd(JournalEntry{Kind: JournalForgery, Status: kind + " " + d.Reason, Room: subjectRoom(kind, subject), ApprovalID: subjectApproval(kind, subject), Text: d.Message, By: device})
 	}
-	b.printf("REFUSED a %s decision for %s (%s): %s — not signed by one of your devices as it must be; nothing was done", kind, who, d.Reason, d.Message)
+	if kind == authz.StatementMessage {
+		b.printf("REFUSED the owner's signature on a message for %s (%s): %s — the words count as a teammate's", who, d.Reason, d.Message)
+	} else {
+		b.printf("REFUSED a %s decision for %s (%s): %s — not signed by one of your devices as it must be; nothing was done", kind, who, d.Reason, d.Message)
+	}
 	b.log.Warn("refused an unsigned or wrongly signed decision", "kind", kind, "agent", agent, "subject", subject, "reason", d.Reason, "device", device)
 	if b.nc != nil {
 		b.publish(wire.KindForgery, wire.Forgery{Agent: agent, Kind: kind, Subject: clipText(subject, 256), Reason: d.Reason,

@@ -52,9 +52,19 @@ func newTestKey(t *testing.T) testKey {
 	return testKey{k: k, spki: spki, id: authz.DeviceID(spki)}
 }
 
+// testBridgeID is the id of the bridges these tests build.
+const testBridgeID = "b0123456789ab"
+
+// sign signs s for testBridgeID (Bridge "none": for no bridge).
 func (k testKey) sign(t *testing.T, s authz.Statement) *wire.Signed {
 	t.Helper()
 	s.V, s.Decision = 1, authz.StatementDecision(s.Kind)
+	switch s.Bridge {
+	case "":
+		s.Bridge = testBridgeID
+	case "none":
+		s.Bridge = ""
+	}
 	if s.Expires == "" {
 		s.Expires = time.Now().Add(5 * time.Minute).UTC().Format(time.RFC3339)
 	}

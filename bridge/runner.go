@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,7 +39,11 @@ type runner struct {
 	queue     []queuedSteer
 	closed    bool
 	stopper   string // who asked to stop the running turn
-	seen      map[string]seenSteer
+	// unverified: words the hub labelled as the owner's, but not verified
+	// as theirs, reached the running turn (it is tainted).
+	unverified bool
+	seen       map[string]seenSteer
+	said       map[string]bool // steer ids the owner used on this machine (wheelhouse say)
 	// ceiling is what the running turn may do: the strictest ceiling of
 	// the rooms whose messages reached it ("" when no turn runs).
 	ceiling string
@@ -179,6 +184,12 @@ func reject(reason, detail string) wire.Receipt {
 
 // steer re-checks and delivers one steer, once; it returns the receipt.
 func (r *runner) steer(st wire.Steer) wire.Receipt {
+	if r.isSaid(st.ID) {
+		// Words the owner said on this machine: the hub never had them, and
+		// a steer naming them is an echo or a replay; it gets nothing.
+		r.b.printf("refused a steer from the hub that names the words you said on this machine (%s)", st.ID)
+		return reject(wire.ReasonNotAllowed, "these words were said on the agent's machine; the hub cannot deliver them")
+	}
 	if rc, ok := r.recall(st.ID); ok {
 		return rc // the hub sent it again: same answer, nothing done twice
 	}
@@ -197,15 +208,16 @@ func (r *runner) deliver(st wire.Steer) (rc wire.Receipt, acted bool) {
 		r.b.printf("refused @%s's message for %s: it arrived %s after its deadline (the hub has told the sender it expired)", st.Sender, r.handle(), late.Round(time.Millisecond))
 		return wire.Receipt{Status: wire.StatusExpired, Reason: wire.ReasonExpired, Detail: "the agent's machine received the message after its deadline; nothing was done with it"}, false
 	}
-	return r.decide(st), true
+	return r.decide(st, false), true
 }
 
-func (r *runner) decide(st wire.Steer) wire.Receipt {
+// decide places one steer. said: the owner typed it on this machine
+// (wheelhouse say), so its words are the owner's without a signature.
+func (r *runner) decide(st wire.Steer, said bool) (rc wire.Receipt) {
 	pol := r.getPolicy()
 	// The bridge keeps the owner's consent: a room it does not hold is one
 	// the owner never let the agent into, whatever the hub says.
-	ceiling, ok := r.roomGrant(st.Room)
-	if !ok {
+	if _, ok := r.roomGrant(st.Room); !ok {
 		r.b.printf("rejected %s from @%s in %s: the owner has not let the agent act there on this machine", r.handle(), st.Sender, st.Room)
 		return reject(wire.ReasonAgentNotInRoom, fmt.Sprintf("@%s has not let @%s act in %s: the agent's machine keeps the owner's consent, and it has none for that room",
 			r.b.cfg.Creds.Owner, r.cfg.Name, st.Room))
@@ -231,16 +243,7 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 		}
 		return wire.Receipt{Status: wire.StatusSteered, Detail: "stopped the running turn"}
 	}
-	data, taintStrict := r.inputTaint(st)
-	prov := provenance(st, r.attachments(st))
-	if forwarded {
-		prov.ForwardedBy = st.ForwardedBy
-	}
-	in, err := r.input(st, prov, taintStrict, ceiling)
-	if err != nil {
-		return reject(wire.ReasonNotAllowed, err.Error())
-	}
-	needsStrict := in.Strict
+	files := r.attachments(st)
 
 	r.op.Lock()
 	defer r.op.Unlock()
@@ -250,6 +253,37 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 	if status == wire.AgentFailed {
 		return reject(wire.ReasonAgentFailed, "the agent is not running: "+r.failure)
 	}
+	// Whose words these are is decided here, once, against the turn they
+	// reach; a queued entry keeps the answer (Input.words).
+	words := ownerWords{verified: true, said: true}
+	if !said {
+		words = r.checkWords(st, turn, lastEnded)
+	}
+	if words.why != "" {
+		r.b.printf("took @%s's message to %s as a teammate's words: %s", st.Sender, r.handle(), words.why)
+		defer func() {
+			if rc.Status == wire.StatusRejected {
+				rc.Detail = "Not taken as your own words: " + words.why + ". " + rc.Detail
+			} else {
+				rc.Detail = strings.TrimSpace(unverifiedNote(r.b.cfg.Creds.Owner, words.why) + " " + rc.Detail)
+			}
+		}()
+	}
+	ceiling, ok := r.roomCeiling(st.Room, words.verified)
+	if !ok {
+		return reject(wire.ReasonAgentNotInRoom, fmt.Sprintf("@%s may no longer act in %s", r.cfg.Name, st.Room))
+	}
+	data := messageData(st)
+	taintStrict := authz.MessageNeedsStrict(r.b.cfg.Creds.Owner, st.Sender, words.verified, st.SenderIsAgent, data)
+	prov := provenance(st, files, words)
+	if forwarded {
+		prov.ForwardedBy = st.ForwardedBy
+	}
+	in, err := r.input(st, prov, taintStrict, ceiling, words)
+	if err != nil {
+		return reject(wire.ReasonNotAllowed, err.Error())
+	}
+	needsStrict := in.Strict
 	busy := turn != ""
 	if st.NewTurn {
 		// A reply in a thread where this agent's turn ended (or that has
@@ -291,7 +325,7 @@ func (r *runner) decide(st wire.Steer) wire.Receipt {
 // input builds what the harness receives for st under the room's ceiling:
 // the envelope states the limit, and a ceiling that needs every side effect
 // to reach the gate makes the turn strict (an error if the harness cannot).
-func (r *runner) input(st wire.Steer, prov authz.Provenance, taintStrict bool, ceiling string) (Input, error) {
+func (r *runner) input(st wire.Steer, prov authz.Provenance, taintStrict bool, ceiling string, words ownerWords) (Input, error) {
 	strict := taintStrict
 	if authz.CeilingNeedsStrict(ceiling) {
 		if err := strictTurns(r.h); err != nil {
@@ -300,8 +334,8 @@ func (r *runner) input(st wire.Steer, prov authz.Provenance, taintStrict bool, c
 		strict = true
 	}
 	prov.Ceiling = ceiling
-	return Input{Text: authz.Envelope(prov), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, Strict: strict,
-		ReadOnly: ceiling == authz.CeilingReadOnly, prov: prov, taintStrict: taintStrict, ceiling: ceiling}, nil
+	return Input{Text: authz.Envelope(prov), SteerID: st.ID, Sender: st.Sender, SenderIsOwner: words.verified && r.labelledOwner(st), Strict: strict,
+		ReadOnly: ceiling == authz.CeilingReadOnly, prov: prov, taintStrict: taintStrict, ceiling: ceiling, words: words}, nil
 }
 
 // place carries out the delivery decided for a steer: start a turn, steer
@@ -319,6 +353,7 @@ func (r *runner) place(st wire.Steer, in Input, pol wire.Policy, mode authz.Mode
 			r.steeredBy = append(r.steeredBy, st.Sender)
 		}
 		r.ceiling = authz.StricterCeiling(ceilingOr(r.ceiling), in.ceiling) // the ceiling decide built the input for
+		r.unverified = r.unverified || in.words.why != ""
 		r.mu.Unlock()
 		r.noteData(data) // likewise what the message carried besides its sender's words
 		ctx, cancel := r.callCtx()
@@ -330,6 +365,10 @@ func (r *runner) place(st wire.Steer, in Input, pol wire.Policy, mode authz.Mode
 			r.steers++
 			r.mu.Unlock()
 			r.b.printf("steered %s turn %s with @%s's message from %s", r.handle(), turn, st.Sender, st.Room)
+			r.mu.Lock()
+			thread := r.thread
+			r.mu.Unlock()
+			r.showSaid(st, in, turn, thread)
 			return wire.Receipt{Status: wire.StatusSteered, TurnID: turn}
 		case errors.Is(err, ErrStaleTurn):
 			r.b.printf("rejected steer from @%s: turn %s is stale", st.Sender, turn)
@@ -357,19 +396,20 @@ func (r *runner) place(st wire.Steer, in Input, pol wire.Policy, mode authz.Mode
 }
 
 func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
-	data, _ := r.inputTaint(st)
-	ceiling, ok := r.roomGrant(st.Room)
+	data := messageData(st)
+	ceiling, ok := r.roomCeiling(st.Room, in.words.verified)
 	if !ok { // removed while the message waited in the queue
 		return reject(wire.ReasonAgentNotInRoom, fmt.Sprintf("@%s may no longer act in %s", r.cfg.Name, st.Room))
 	}
 	if ceiling != in.ceiling { // changed while the message waited in the queue
 		var err error
-		if in, err = r.input(st, in.prov, in.taintStrict, ceiling); err != nil {
+		if in, err = r.input(st, in.prov, in.taintStrict, ceiling, in.words); err != nil {
 			return reject(wire.ReasonNotAllowed, err.Error())
 		}
 	}
 	r.mu.Lock()
 	r.turnRoom, r.steeredBy, r.data, r.steers, r.ceiling = st.Room, []string{st.Sender}, data, 1, ceiling
+	r.unverified = in.words.why != ""
 	r.thread = st.Thread
 	if r.thread == 0 {
 		r.thread = st.MessageID // the turn lives in the thread under its message
@@ -384,7 +424,7 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 	}
 	if err != nil {
 		r.mu.Lock()
-		r.turnRoom, r.steeredBy, r.data, r.steers, r.ceiling, r.thread = "", nil, nil, 0, "", 0
+		r.turnRoom, r.steeredBy, r.data, r.steers, r.ceiling, r.thread, r.unverified = "", nil, nil, 0, "", 0, false
 		r.mu.Unlock()
 		if errors.Is(err, ErrNotStrict) {
 			return reject(wire.ReasonNotAllowed, err.Error())
@@ -405,6 +445,7 @@ func (r *runner) start(st wire.Steer, in Input) wire.Receipt {
 	r.journalTurn(id, "started")
 	r.b.printf("started %s turn %s for @%s in %s", r.handle(), id, st.Sender, st.Room)
 	r.b.publish(wire.KindTurn, wire.TurnEvent{Agent: r.cfg.Name, TurnID: id, Kind: wire.TurnStarted, Room: st.Room, Thread: thread, At: r.b.cfg.Now().UTC()})
+	r.showSaid(st, in, id, thread)
 	return wire.Receipt{Status: wire.StatusStarted, TurnID: id}
 }
 
@@ -467,6 +508,11 @@ func (r *runner) deliverQueued() {
 	} else if rc.Status == wire.StatusQueued {
 		return // requeued (harness still busy)
 	}
+	if q.in.words.said {
+		r.b.printf("%s: the words you said on this machine: %s", r.handle(), rc.Status)
+		r.b.heartbeat()
+		return // the hub never had this steer: no receipt for it
+	}
 	r.b.publish(wire.KindReceipt, wire.Receipt{SteerID: q.st.ID, Agent: r.cfg.Name, Status: status, Reason: reason, Detail: rc.Detail, TurnID: rc.TurnID, At: r.b.cfg.Now().UTC()})
 	r.b.heartbeat()
 }
@@ -478,7 +524,7 @@ func (r *runner) clearTurn(turn, status string) bool {
 		return false
 	}
 	r.lastEnded, r.endedAt = turn, r.b.cfg.Now()
-	r.turnID, r.steeredBy, r.data, r.steers, r.stopper, r.ceiling, r.thread = "", nil, nil, 0, "", "", 0
+	r.turnID, r.steeredBy, r.data, r.steers, r.stopper, r.ceiling, r.thread, r.unverified = "", nil, nil, 0, "", "", 0, false
 	if r.status != wire.AgentFailed {
 		r.status = wire.AgentIdle
 	}
@@ -644,13 +690,13 @@ func (r *runner) close() {
 	r.mu.Unlock()
 }
 
-func provenance(st wire.Steer, files []authz.Attachment) authz.Provenance {
-	p := authz.Provenance{Sender: st.Sender, SenderIsOwner: st.SenderIsOwner, SenderIsAgent: st.SenderIsAgent, Owner: st.Owner,
-		Room: st.Room, RoomKind: st.RoomKind, MessageID: st.MessageID, SentAt: st.SentAt, Text: st.Text, Nonce: authz.NewNonce(), Files: files}
-	for _, x := range st.Parts {
-		p.Parts = append(p.Parts, authz.Part{Kind: x.Kind, Start: x.Start, End: x.End})
-	}
-	return p
+// provenance is what the envelope says of st. The words are the owner's
+// only when verified; the data parts are read from the text itself
+// (authz.QuotedParts), never taken from the hub's parts.
+func provenance(st wire.Steer, files []authz.Attachment, words ownerWords) authz.Provenance {
+	return authz.Provenance{Sender: st.Sender, SenderIsOwner: st.SenderIsOwner && words.verified, Unverified: st.SenderIsOwner && !words.verified,
+		SenderIsAgent: st.SenderIsAgent, Owner: st.Owner, Room: st.Room, RoomKind: st.RoomKind, MessageID: st.MessageID, SentAt: st.SentAt,
+		Text: st.Text, Parts: authz.QuotedParts(st.Text), Nonce: authz.NewNonce(), Files: files}
 }
 
 // ceilingOr is c, or normal when no room set one (a turn the harness began

@@ -11,15 +11,11 @@ import (
 // words go only into turns in which every side effect reaches the gate
 // (see Gating and authz.StrictPlacement).
 
-// inputTaint is what a steer carries besides its sender's own words, and
-// whether it may only go into a strict turn.
-func (r *runner) inputTaint(st wire.Steer) (data []string, needsStrict bool) {
-	parts := make([]authz.Part, 0, len(st.Parts))
-	for _, p := range st.Parts {
-		parts = append(parts, authz.Part{Kind: p.Kind, Start: p.Start, End: p.End})
-	}
-	data = authz.WithFiles(authz.MessageData(st.Text, st.SenderIsAgent, parts), len(st.Files))
-	return data, authz.MessageNeedsStrict(r.b.cfg.Creds.Owner, st.Sender, st.SenderIsOwner, st.SenderIsAgent, data)
+// messageData is what a steer carries besides its sender's own words: the
+// parts read from its text (never the hub's list of them), another agent's
+// output, files.
+func messageData(st wire.Steer) []string {
+	return authz.WithFiles(authz.MessageData(st.Text, st.SenderIsAgent, authz.QuotedParts(st.Text)), len(st.Files))
 }
 
 // strictMode applies the gate rule to SteerMode's answer.
@@ -54,21 +50,28 @@ func (r *runner) noteData(data []string) {
 func (r *runner) turnInputs() authz.TurnInputs {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return authz.TurnInputs{Owner: r.b.cfg.Creds.Owner, SteeredBy: slices.Clone(r.steeredBy), Data: slices.Clone(r.data)}
+	return authz.TurnInputs{Owner: r.b.cfg.Creds.Owner, SteeredBy: slices.Clone(r.steeredBy), Data: slices.Clone(r.data), Unverified: r.unverified}
 }
 
 // GatingNotes explains, for the owner, how the gate rule applies to an
 // agent: nothing when only the owner may address it or every side effect
 // of every turn reaches the gate; otherwise what happens to teammates'
-// words. bridge run prints these at start; doctor shows them.
+// words, and, for a harness that cannot run a strict turn, that the
+// owner's own words need her signature there. bridge run prints these at
+// start; doctor shows them.
 func GatingNotes(h Harness, pol wire.Policy) []string {
+	if err := strictTurns(h); err != nil {
+		// Even the owner's words are a teammate's here unless verified.
+		unsigned := "your own words reach it only when one of your enrolled devices signed them (your browser, once enrolled) or you say them on this machine (wheelhouse say); unsigned, they count as a teammate's and are refused"
+		if pol.Address == wire.AddressOwner || pol.Address == "" {
+			return []string{unsigned}
+		}
+		return []string{"messages from teammates (address = " + pol.Address + ") are refused: " + err.Error() + "; only your own words reach this agent", unsigned}
+	}
 	if pol.Address == wire.AddressOwner || pol.Address == "" {
 		return nil
 	}
 	who := "teammates (address = " + pol.Address + ")"
-	if err := strictTurns(h); err != nil {
-		return []string{"messages from " + who + " are refused: " + err.Error() + "; only your own words reach this agent"}
-	}
 	g := h.(Gating) // strictTurns answered nil, so h implements Gating
 	if what := g.OwnerTurns(); what != "" {
 		return []string{"your own turns " + what + ", so messages from " + who +

@@ -83,8 +83,11 @@ type roomGrant struct {
 type trustStore struct {
 	mu   sync.Mutex
 	path string // "" keeps it in memory only
-	now  func() time.Time
-	f    trustFile
+	// bridge is this bridge's id: every signed statement must name it, so
+	// one signed for another of the owner's bridges does nothing here.
+	bridge string
+	now    func() time.Time
+	f      trustFile
 	// config is each agent's rooms from the config file.
 	config map[string]map[string]string
 	// listed is grants' answer per agent until setGrant changes it: every
@@ -237,8 +240,13 @@ func (t *trustStore) revoke(id string) (wire.Device, error) {
 }
 
 // checkSigned verifies a signed decision against the store and, when it
-// holds, uses its nonce up: a statement works once.
+// holds, uses its nonce up: a statement works once. Whatever the kind, the
+// statement must name this bridge.
 func (t *trustStore) checkSigned(s *wire.Signed, want authz.Statement) (authz.Statement, authz.Decision) {
+	want.Bridge = t.bridge
+	if want.Bridge == "" {
+		return authz.Statement{}, authz.Decision{Reason: authz.ReasonWrongStatement, Message: "the bridge has no id to check the statement against"}
+	}
 	c := authz.SignedCheck{Want: want, Now: t.now()}
 	if s != nil {
 		c.Raw = []byte(s.Statement)

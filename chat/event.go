@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // Event is one state change, as appended to the stream. Apply is a pure
@@ -120,6 +122,11 @@ type MessagePosted struct {
 	Thread int64 `json:"thread,omitempty"`
 	// Files names files the author uploaded to the room, now posted.
 	Files []string `json:"files,omitempty"`
+	// Words are the owner's signed message statements, by the handle
+	// (owner/name) of the agent each names: the projection puts each on
+	// the steer of its agent and the router relays it unchanged
+	// (wire.Steer.Words). The hub checked them when it took the post.
+	Words map[string]wire.Signed `json:"words,omitempty"`
 	// Item names an agent's streamed message (with TurnID): a message
 	// posted again with the same item replaces the text of the first, in
 	// place; Partial marks every version but the last.

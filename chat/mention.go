@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 )
 
 // Mention is one @mention in a message's text: a user (@alice) or an agent
@@ -26,20 +28,20 @@ const (
 )
 
 // Part is a span of a message's text (byte offsets, End exclusive) that the
-// sender quoted, pasted or forwarded; the envelope fences it as data. It has
-// the shape of wire.Part and authz.Part.
-type Part struct {
-	Kind  string `json:"kind"` // PartCode, PartQuote or PartForwarded
-	Start int    `json:"start"`
-	End   int    `json:"end"`
-}
+// sender quoted, pasted or forwarded; the envelope fences it as data. It is
+// authz.Part: the parser lives in authz, which the bridge imports too.
+type Part = authz.Part
 
 // Part kinds.
 const (
-	PartCode      = "code"
-	PartQuote     = "quote"
-	PartForwarded = "forwarded"
+	PartCode      = authz.PartCode
+	PartQuote     = authz.PartQuote
+	PartForwarded = authz.PartForwarded
 )
+
+// QuotedParts returns the spans of text the sender quoted, pasted or
+// forwarded (authz.QuotedParts: one parser for the hub and the bridge).
+func QuotedParts(text string) []Part { return authz.QuotedParts(text) }
 
 // maxName is the longest user or agent name: [a-z0-9][a-z0-9_.-]{0,31}.
 const maxName = 32
@@ -188,111 +190,12 @@ func asciiEqualFold(a, b string) bool {
 	return true
 }
 
-// QuotedParts returns the spans of text the sender quoted, pasted or
-// forwarded, in order and not overlapping: fenced code blocks (``` lines; an
-// unclosed block runs to the end), runs of "> " quote lines, and forwarded
-// text (from a "---------- Forwarded message ----------" line, or a line
-// starting with "Forwarded from", to the end). A span covers whole lines and
-// excludes the final line break. Inline `code` is not a part.
-func QuotedParts(text string) []Part {
-	var parts []Part
-	for i := 0; i < len(text); {
-		le, next := lineAt(text, i)
-		line := text[i:le]
-		switch {
-		case fenceOpen(line) > 0:
-			n := fenceOpen(line)
-			end, j := trimmedEnd(text, len(text)), len(text)
-			for k := next; k < len(text); {
-				kle, knext := lineAt(text, k)
-				if fenceClose(text[k:kle], n) {
-					end, j = stripCR(text, kle), knext
-					break
-				}
-				k = knext
-			}
-			parts = append(parts, Part{Kind: PartCode, Start: i, End: max(end, i)})
-			i = j
-		case isForwardMarker(line):
-			return append(parts, Part{Kind: PartForwarded, Start: i, End: max(trimmedEnd(text, len(text)), stripCR(text, le))})
-		case isQuoteLine(line):
-			end, j := stripCR(text, le), next
-			for j < len(text) {
-				jle, jnext := lineAt(text, j)
-				if !isQuoteLine(text[j:jle]) {
-					break
-				}
-				end, j = stripCR(text, jle), jnext
-			}
-			parts = append(parts, Part{Kind: PartQuote, Start: i, End: end})
-			i = j
-		default:
-			i = next
-		}
-	}
-	return parts
-}
-
-// lineAt returns the end of the line starting at i (before its '\n') and the
-// start of the next line.
-func lineAt(text string, i int) (end, next int) {
-	if k := strings.IndexByte(text[i:], '\n'); k >= 0 {
-		return i + k, i + k + 1
-	}
-	return len(text), len(text)
-}
-
-// stripCR moves a line end before a '\r' that ends the line.
-func stripCR(text string, end int) int {
-	if end > 0 && text[end-1] == '\r' {
-		return end - 1
-	}
-	return end
-}
-
-func trimmedEnd(text string, end int) int { return len(strings.TrimRight(text[:end], "\r\n")) }
-
-// indent strips up to three leading spaces, as Markdown allows.
-func indent(line string) string {
-	for k := 0; k < 3 && strings.HasPrefix(line, " "); k++ {
-		line = line[1:]
-	}
-	return line
-}
-
 func backticks(s string) int {
 	n := 0
 	for n < len(s) && s[n] == '`' {
 		n++
 	}
 	return n
-}
-
-// fenceOpen returns the length of the backtick fence line opens, or 0.
-func fenceOpen(line string) int {
-	line = indent(line)
-	n := backticks(line)
-	if n < 3 || strings.Contains(line[n:], "`") {
-		return 0
-	}
-	return n
-}
-
-func fenceClose(line string, open int) bool {
-	line = indent(line)
-	n := backticks(line)
-	return n >= open && strings.TrimSpace(line[n:]) == ""
-}
-
-func isQuoteLine(line string) bool { return strings.HasPrefix(indent(line), ">") }
-
-func isForwardMarker(line string) bool {
-	t := strings.TrimSpace(line)
-	if strings.HasPrefix(t, "---") && asciiEqualFold(strings.Trim(t, "- "), "forwarded message") {
-		return true
-	}
-	const from = "forwarded from"
-	return len(t) >= len(from) && asciiEqualFold(t[:len(from)], from)
 }
 
 // codeSpans returns the `inline code` spans outside the fenced blocks among

@@ -367,7 +367,7 @@ func (l *Link) deliverSteer(o store.Outbound) {
 	st := wire.Steer{ID: o.SteerID, Agent: a.Name, Owner: a.Owner, Room: o.Room, RoomKind: roomKind(o.Room), MessageID: o.MessageID,
 		Sender: o.Sender, SenderIsOwner: o.Sender == a.Owner, SentAt: o.SentAt, Text: o.Text, Stop: o.Stop, ExpectedTurn: o.ExpectedTurn,
 		Deadline: now.Add(l.h.cfg.SteerTimeout).UTC(), TimelineHead: head,
-		Thread: o.Thread, NewTurn: o.NewTurn, Follows: o.Follows, Files: l.steerFiles(ctx, o.Files), ForwardedBy: o.ForwardedBy, Forward: o.Forward}
+		Thread: o.Thread, NewTurn: o.NewTurn, Follows: o.Follows, Files: l.steerFiles(ctx, o.Files), ForwardedBy: o.ForwardedBy, Forward: o.Forward, Words: o.Words}
 	if head == nil {
 		st.TimelineHead = l.timelineHead(ctx, a.ID)
 	}

@@ -58,8 +58,8 @@ func (s *Service) showAll(ctx context.Context, viewer *chat.User, as []*chat.Age
 
 // show trims an agent to what the viewer may see: the policy is the
 // owner's alone; the room list shows public rooms and the private ones the
-// viewer is in; the running turn's details show only to members of the
-// room it runs in.
+// viewer is in; the running (or last) turn's details show only to members
+// of the room it runs in.
 func show(a *chat.Agent, viewer *chat.User, member, public map[string]bool) {
 	if authz.MaySeePolicy(viewer.Name, a.Owner).Allow {
 		p := a.Effective
@@ -72,7 +72,9 @@ func show(a *chat.Agent, viewer *chat.User, member, public map[string]bool) {
 		}
 	}
 	a.Rooms = rooms
-	if a.TurnID != "" && !authz.MaySeeActivity(authz.ActivityCheck{Viewer: viewer.Name, Owner: a.Owner, Room: a.TurnRoom, ViewerMember: member[a.TurnRoom]}).Allow {
+	// The bridge keeps reporting the room of the turn that ended last: it
+	// is as much the agent's activity as a running turn's.
+	if (a.TurnID != "" || a.TurnRoom != "") && !authz.MaySeeActivity(authz.ActivityCheck{Viewer: viewer.Name, Owner: a.Owner, Room: a.TurnRoom, ViewerMember: member[a.TurnRoom]}).Allow {
 		a.TurnID, a.TurnRoom, a.SteeredBy = "", "", []string{}
 	}
 }

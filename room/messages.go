@@ -25,6 +25,9 @@ type PostInput struct {
 	Thread int64
 	// Files are files the sender uploaded to the room, now posted.
 	Files []string
+	// Signed are the owner's signed message statements, one per addressed
+	// agent of their own at most (checkWords).
+	Signed []wire.Signed
 }
 
 // Post stores a message from actor in room. Text is stored raw; rendering
@@ -68,12 +71,17 @@ func (s *Service) PostWith(ctx context.Context, actor *chat.User, roomName strin
 			in.Thread = root.Thread // threads are one level deep
 		}
 	}
-	if err := s.checkFiles(ctx, actor, roomName, in.Files); err != nil {
+	files, err := s.checkFiles(ctx, actor, roomName, in.Files)
+	if err != nil {
 		return nil, err
 	}
 	d := chat.MessagePosted{Room: roomName, AuthorKind: chat.AuthorUser, Author: actor.Name, Text: text, Mentions: chat.ParseMentions(text),
 		Parts: chat.QuotedParts(text), Route: true, Turns: in.Turns, Thread: in.Thread, Files: in.Files}
 	d.Mentions = addressDM(roomName, actor.Name, d.Mentions)
+	if d.Words, err = s.checkWords(ctx, wordsInput{Actor: actor.Name, Room: roomName, Text: text, Thread: in.Thread, Mentions: d.Mentions,
+		Files: files, Signed: in.Signed}); err != nil {
+		return nil, err
+	}
 	ev, err := s.newEvent(ctx, chat.EvMessagePosted, d)
 	if err != nil {
 		return nil, err
@@ -107,29 +115,32 @@ func checkText(text string) error {
 	return nil
 }
 
-// checkFiles checks the files a post names (the projection checks again).
-func (s *Service) checkFiles(ctx context.Context, actor *chat.User, roomName string, ids []string) error {
+// checkFiles checks the files a post names (the projection checks again)
+// and returns their records, in the post's order.
+func (s *Service) checkFiles(ctx context.Context, actor *chat.User, roomName string, ids []string) ([]*store.StoredFile, error) {
 	if len(ids) > chat.MaxFilesPerMessage {
-		return wh.Errorf(wh.EInvalid, "a message carries at most %d files", chat.MaxFilesPerMessage)
+		return nil, wh.Errorf(wh.EInvalid, "a message carries at most %d files", chat.MaxFilesPerMessage)
 	}
+	var out []*store.StoredFile
 	for i, id := range ids {
 		if !wire.ValidFileID(id) {
-			return wh.Errorf(wh.EInvalid, "%q is not a file id (upload with POST /api/v1/rooms/%s/files)", clipID(id), roomName)
+			return nil, wh.Errorf(wh.EInvalid, "%q is not a file id (upload with POST /api/v1/rooms/%s/files)", clipID(id), roomName)
 		}
 		if slices.Contains(ids[:i], id) {
-			return wh.Errorf(wh.EInvalid, "file %s is named twice", id)
+			return nil, wh.Errorf(wh.EInvalid, "file %s is named twice", id)
 		}
 		f, err := s.FileByID(ctx, id)
 		switch {
 		case err != nil || f.Room != roomName || f.Deleted:
-			return wh.Errorf(wh.EInvalid, "there is no file %s uploaded to %s", id, roomName)
+			return nil, wh.Errorf(wh.EInvalid, "there is no file %s uploaded to %s", id, roomName)
 		case f.Uploader != actor.Name:
-			return wh.Errorf(wh.EForbidden, "file %s was uploaded by someone else; post your own files", id)
+			return nil, wh.Errorf(wh.EForbidden, "file %s was uploaded by someone else; post your own files", id)
 		case f.MessageID != 0 && !retried(ctx):
-			return wh.Errorf(wh.EConflict, "file %s is already posted in message %d; upload it again to post it twice", id, f.MessageID)
+			return nil, wh.Errorf(wh.EConflict, "file %s is already posted in message %d; upload it again to post it twice", id, f.MessageID)
 		}
+		out = append(out, f)
 	}
-	return nil
+	return out, nil
 }
 
 func clipID(s string) string {

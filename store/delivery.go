@@ -49,6 +49,12 @@ func decideSteersTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, d
 		id := chat.SteerID(seq, i)
 		i++
 		st := steerRow{id: id, messageID: int64(seq), roomID: roomID, sender: d.Author, status: chat.StatusPending}
+		var words *wire.Signed
+		if w, ok := d.Words[handle]; ok {
+			words = &w
+			b, _ := json.Marshal(w)
+			st.words = string(b)
+		}
 		agentHandle := "" // as the database spells it
 		a, err := steerAgentTx(ctx, tx, handle, roomID)
 		switch {
@@ -117,7 +123,7 @@ func decideSteersTx(ctx context.Context, tx *sql.Tx, seq uint64, roomID int64, d
 				notePending(ctx, Outbound{
 					Receipt:      chat.Receipt{SteerID: id, MessageID: int64(seq), Room: d.Room, Agent: a.Owner + "/" + a.Name, Sender: d.Author, Status: st.status, At: at},
 					ExpectedTurn: st.expectedTurn, Stop: st.stop, Text: d.Text, Parts: chat.NonNilParts(d.Parts), SentAt: at,
-					Thread: st.thread, NewTurn: st.newTurn, Follows: st.follows, Files: files,
+					Thread: st.thread, NewTurn: st.newTurn, Follows: st.follows, Files: files, Words: words,
 					Target: &SteerTarget{AgentID: a.ID, Name: a.Name, Owner: a.Owner, Bridge: a.Bridge, HeadSeq: seq, HeadIdx: tidx, HeadHash: hash},
 				})
 			}
@@ -216,6 +222,7 @@ type steerRow struct {
 	newTurn                        bool
 	follows                        string
 	expires                        *time.Time
+	words                          string // the owner's signed statement (JSON), or ""
 }
 
 func (st steerRow) insertTx(ctx context.Context, tx *sql.Tx, at time.Time) error {
@@ -223,9 +230,9 @@ func (st steerRow) insertTx(ctx context.Context, tx *sql.Tx, at time.Time) error
 	if st.expires != nil {
 		exp = ts(*st.expires)
 	}
-	_, err := execTx(ctx, tx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, expected_turn, stop, updated_at, thread_id, new_turn, follows, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.id, st.messageID, st.roomID, st.agentID, st.sender, st.status, st.reason, st.detail, st.expectedTurn, st.stop, ts(at),
-		st.thread, st.newTurn, st.follows, exp)
+	_, err := execTx(ctx, tx, `INSERT INTO steers (id, message_id, room_id, agent_id, sender, status, reason, detail, expected_turn, stop, updated_at, thread_id, new_turn, follows, expires_at, words)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, st.id, st.messageID, st.roomID, st.agentID, st.sender, st.status, st.reason, st.detail, st.expectedTurn, st.stop, ts(at),
+		st.thread, st.newTurn, st.follows, exp, st.words)
 	return err
 }
 
@@ -482,6 +489,9 @@ type Outbound struct {
 	Files        []chat.File
 	// Forward is the owner's signed forward of a moderated mention.
 	Forward *wire.Signed
+	// Words is the owner's signed message statement for this steer's
+	// agent (their own words, signed by a device), relayed unchanged.
+	Words *wire.Signed
 	// Target is the agent as the projection saw it when it recorded the
 	// steer, and the head of its timeline then; nil when the steer was
 	// read back from the database (the router looks the agent up).
@@ -501,7 +511,7 @@ type SteerTarget struct {
 const outboundQuery = `SELECT s.id, s.message_id, r.name, COALESCE(u.name || '/' || a.name, ''), s.sender, s.status, s.via, s.reason,
 		s.detail, s.turn_id, s.expires_at, s.updated_at, s.expected_turn, s.stop,
 		` + postedText + `, COALESCE((SELECT e.old_parts FROM message_edits e WHERE e.message_id = m.id ORDER BY e.seq LIMIT 1), m.parts), m.created_at,
-		s.thread_id, s.new_turn, s.follows, m.files, s.forwarded_by, s.forward
+		s.thread_id, s.new_turn, s.follows, m.files, s.forwarded_by, s.forward, s.words
 		FROM steers s JOIN rooms r ON r.id = s.room_id JOIN messages m ON m.id = s.message_id
 		LEFT JOIN agents a ON a.id = s.agent_id LEFT JOIN users u ON u.id = a.owner_id`
 
@@ -523,10 +533,16 @@ func (s *Store) PendingSteersOf(ctx context.Context, messageID int64) ([]Outboun
 func scanOutbound(sc scanner) (Outbound, error) {
 	var o Outbound
 	var exp sql.NullString
-	var at, parts, sent, files, forward string
+	var at, parts, sent, files, forward, words string
 	if err := sc.Scan(&o.SteerID, &o.MessageID, &o.Room, &o.Agent, &o.Sender, &o.Status, &o.Via, &o.Reason, &o.Detail, &o.TurnID, &exp, &at,
-		&o.ExpectedTurn, &o.Stop, &o.Text, &parts, &sent, &o.Thread, &o.NewTurn, &o.Follows, &files, &o.ForwardedBy, &forward); err != nil {
+		&o.ExpectedTurn, &o.Stop, &o.Text, &parts, &sent, &o.Thread, &o.NewTurn, &o.Follows, &files, &o.ForwardedBy, &forward, &words); err != nil {
 		return o, err
+	}
+	if words != "" {
+		var sig wire.Signed
+		if json.Unmarshal([]byte(words), &sig) == nil {
+			o.Words = &sig
+		}
 	}
 	json.Unmarshal([]byte(parts), &o.Parts)
 	json.Unmarshal([]byte(files), &o.Files)

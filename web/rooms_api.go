@@ -9,6 +9,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 	"github.com/wheelhouse-dev/wheelhouse/store"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 func (s *Server) getRooms(w http.ResponseWriter, r *http.Request, u *chat.User) error {
@@ -210,10 +211,13 @@ type postBody struct {
 	Thread int64 `json:"thread"`
 	// Files: ids of files the sender uploaded to the room.
 	Files []string `json:"files"`
+	// Signed: the owner's signed message statements, one per addressed
+	// agent of their own (room.checkWords).
+	Signed []wire.Signed `json:"signed"`
 }
 
 func (b *postBody) input() room.PostInput {
-	return room.PostInput{Text: b.Text, Turns: b.Turns, Thread: b.Thread, Files: b.Files}
+	return room.PostInput{Text: b.Text, Turns: b.Turns, Thread: b.Thread, Files: b.Files, Signed: b.Signed}
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, u *chat.User) error {

@@ -281,7 +281,7 @@ func (f *Forgery) Validate(now time.Time) error {
 		return err
 	}
 	switch f.Kind {
-	case authz.StatementApproval, authz.StatementPolicy, authz.StatementConsent, authz.StatementCeiling, authz.StatementForward, ForgeryEnroll:
+	case authz.StatementApproval, authz.StatementPolicy, authz.StatementConsent, authz.StatementCeiling, authz.StatementForward, authz.StatementMessage, ForgeryEnroll:
 	default:
 		return invalid("forgery kind %q is not known", clip(f.Kind))
 	}

@@ -465,6 +465,9 @@ func (s *Steer) Validate() error {
 	if err := s.Forward.Validate(); err != nil {
 		return err
 	}
+	if err := s.Words.Validate(); err != nil {
+		return err
+	}
 	if s.Thread < 0 {
 		return invalid("thread must be a message id")
 	}

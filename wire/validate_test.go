@@ -338,6 +338,9 @@ func TestSteer(t *testing.T) {
 		{"FileDigestNotHex", func(s *Steer) { s.Files = []FileRef{notes("not a digest")} }, "sha256"},
 		{"FileDigestUpperCase", func(s *Steer) { s.Files = []FileRef{notes(strings.ToUpper(authz.FileHash([]byte("notes\n"))))} }, "sha256"},
 		{"InlineFileNotItsDigest", func(s *Steer) { s.Files = []FileRef{notes(authz.FileHash([]byte("other\n")))} }, "not the file its sha256 names"},
+		{"WordsOK", func(s *Steer) { s.Words = &Signed{Statement: `{"v":1}`, Device: "d0123456789abcdef", Sig: "c2ln"} }, ""},
+		{"WordsDeviceBad", func(s *Steer) { s.Words = &Signed{Statement: `{"v":1}`, Device: "nope", Sig: "c2ln"} }, "signed.device"},
+		{"WordsUnsigned", func(s *Steer) { s.Words = &Signed{Statement: `{"v":1}`, Device: "d0123456789abcdef"} }, "signed.sig is missing"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -228,6 +228,11 @@ type Steer struct {
 	// enough comes inline (Text); the bridge fetches the others (KindFile)
 	// into the message's folder before the agent sees the envelope.
 	Files []FileRef `json:"files,omitempty"`
+	// Words is the owner device's signed message statement
+	// (authz.StatementMessage) for exactly this agent, relayed unchanged by
+	// the hub. Only words whose statement verifies against the bytes the
+	// bridge received are the owner's; without it they are a teammate's.
+	Words *Signed `json:"words,omitempty"`
 }
 
 // FileRef is a file posted with a message, as a steer names it.

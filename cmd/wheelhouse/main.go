@@ -34,6 +34,7 @@ func commands() []command {
 		{"approvals", "list approval requests waiting for you on this machine", runApprovals},
 		{"approve", "approve a request: wheelhouse approve ID --hash HEX", runApprove},
 		{"deny", "deny a request: wheelhouse deny ID", runDeny},
+		{"say", "speak to one of your agents on this machine, as its owner: wheelhouse say @owner/agent TEXT", runSay},
 		{"inspect", "print an agent's persisted timeline: wheelhouse inspect @owner/agent", runInspect},
 		{"hook", "agent harness hook entry points (wheelhouse hook claude)", runHook},
 		{"doctor", "check config, connectivity and hook wiring", runDoctor},

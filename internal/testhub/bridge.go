@@ -85,6 +85,9 @@ func (h *Hub) StartBridgeWith(owner *Client, creds *bridge.Credentials, extra ma
 	h.t.Cleanup(tb.Stop)
 	for _, a := range agents {
 		handle := creds.Owner + "/" + a.Name
+		if owner != nil {
+			recordBridge(owner.Base, handle, creds.BridgeID)
+		}
 		WaitFor(h.t, 30*time.Second, "agent "+handle+" online", func() bool {
 			select {
 			case err := <-tb.done:

@@ -11,11 +11,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
@@ -59,6 +64,30 @@ func Statement(s authz.Statement) authz.Statement {
 		s.Nonce = hex.EncodeToString(b)
 	}
 	return s
+}
+
+// bridges maps a hub's base URL and an agent handle to the id of the
+// bridge that runs the agent (StartBridge records it): every statement a
+// test signs names the bridge it is for, as the browser's do.
+var bridges sync.Map
+
+func recordBridge(base, handle, id string) { bridges.Store(base+"|"+handle, id) }
+
+// BridgeOf is the id of the bridge that runs handle on c's hub ("" if no
+// test bridge of this process runs it).
+func (c *Client) BridgeOf(handle string) string {
+	id, _ := bridges.Load(c.Base + "|" + handle)
+	s, _ := id.(string)
+	return s
+}
+
+// Sign signs s for the bridge of its agent (s.Bridge, when unset).
+func (c *Client) Sign(s authz.Statement) *wire.Signed {
+	c.t.Helper()
+	if s.Bridge == "" {
+		s.Bridge = c.BridgeOf(s.Agent)
+	}
+	return c.Device.Sign(c.t, s)
 }
 
 // Sign signs statement s (completed by Statement).
@@ -121,7 +150,7 @@ func (c *Client) AddAgent(room, handle string) Response {
 	c.t.Helper()
 	body := map[string]any{"agent": handle}
 	if c.Device != nil && ownerOf(handle) == c.Name {
-		body["signed"] = c.Device.Sign(c.t, authz.Statement{Kind: authz.StatementConsent, Agent: handle, Room: room})
+		body["signed"] = c.Sign(authz.Statement{Kind: authz.StatementConsent, Agent: handle, Room: room})
 	}
 	return c.Must(200, "POST", "/api/v1/rooms/"+room+"/agents", body)
 }
@@ -132,7 +161,7 @@ func (c *Client) Accept(id int64) Response {
 	inv := c.Must(200, "GET", "/api/v1/invitations", nil)
 	for _, x := range asList(inv.Body["invitations"]) {
 		if int64(x["id"].(float64)) == id {
-			signed := c.Device.Sign(c.t, authz.Statement{Kind: authz.StatementConsent, Agent: x["agent"].(string), Room: x["room"].(string)})
+			signed := c.Sign(authz.Statement{Kind: authz.StatementConsent, Agent: x["agent"].(string), Room: x["room"].(string)})
 			return c.Must(200, "POST", fmt.Sprintf("/api/v1/invitations/%d", id), map[string]any{"decision": "accept", "signed": signed})
 		}
 	}
@@ -147,7 +176,7 @@ func (c *Client) Decide(want int, id, decision, hash string) Response {
 	body := map[string]any{"decision": decision, "payloadHash": hash}
 	if decision == "approve" && c.Device != nil {
 		a := c.Must(200, "GET", "/api/v1/approvals/"+id, nil).Body["approval"].(map[string]any)
-		body["signed"] = c.Device.Sign(c.t, authz.Statement{Kind: authz.StatementApproval, Agent: a["agent"].(string), Approval: id, PayloadHash: hash})
+		body["signed"] = c.Sign(authz.Statement{Kind: authz.StatementApproval, Agent: a["agent"].(string), Approval: id, PayloadHash: hash})
 	}
 	return c.Must(want, "POST", "/api/v1/approvals/"+id, body)
 }
@@ -162,7 +191,7 @@ func (c *Client) SetPolicy(want int, handle string, policy any) Response {
 	}
 	body := map[string]any{"policy": json.RawMessage(raw)}
 	if c.Device != nil {
-		body["signed"] = c.Device.Sign(c.t, authz.Statement{Kind: authz.StatementPolicy, Agent: handle, Policy: raw})
+		body["signed"] = c.Sign(authz.Statement{Kind: authz.StatementPolicy, Agent: handle, Policy: raw})
 	}
 	return c.Must(want, "PATCH", "/api/v1/agents/"+handle, body)
 }
@@ -178,7 +207,7 @@ func (c *Client) Forward(steerID string) Response {
 			for _, f := range asList(q["files"]) {
 				files = append(files, authz.StatementFile{Name: f["name"].(string), SHA256: authz.FileHash(c.Must(200, "GET", f["url"].(string), nil).Raw)})
 			}
-			signed := c.Device.Sign(c.t, authz.Statement{Kind: authz.StatementForward, Agent: q["agent"].(string), Steer: steerID,
+			signed := c.Sign(authz.Statement{Kind: authz.StatementForward, Agent: q["agent"].(string), Steer: steerID,
 				Room: q["room"].(string), Sender: q["sender"].(string), TextHash: authz.TextHash(q["text"].(string)), Files: files})
 			return c.Must(200, "POST", "/api/v1/requests/"+steerID, map[string]any{"decision": "forward", "signed": signed})
 		}
@@ -191,6 +220,59 @@ func ownerOf(handle string) string {
 	for i := range len(handle) {
 		if handle[i] == '/' {
 			return handle[:i]
+		}
+	}
+	return ""
+}
+
+// Words are the owner's signed message statements for a post of text in
+// room (thread 0: the channel): one for each of c's own agents the text
+// addresses (or the agent of c's own DM with it), for the turn the post
+// names in turns (the stale-turn guard), else the turn the agent runs now
+// as the hub shows it ("" when idle) — what the owner's browser signs.
+// None when c has no device.
+func (c *Client) Words(room string, thread int64, text string, turns map[string]string) []*wire.Signed {
+	c.t.Helper()
+	if c.Device == nil {
+		return nil
+	}
+	var handles []string
+	for _, m := range chat.ParseMentions(text) {
+		if m.Kind == chat.MentionAgent && m.Owner == c.Name && !slices.Contains(handles, m.Owner+"/"+m.Agent) {
+			handles = append(handles, m.Owner+"/"+m.Agent)
+		}
+	}
+	if owner, agent, ok := strings.Cut(strings.TrimPrefix(room, "dm:"+c.Name+":"), "+"); ok && strings.HasPrefix(room, "dm:") && owner == c.Name {
+		if h := owner + "/" + agent; !slices.Contains(handles, h) {
+			handles = append(handles, h)
+		}
+	}
+	var out []*wire.Signed
+	for _, h := range handles {
+		if c.BridgeOf(h) == "" {
+			continue
+		}
+		th := ""
+		if thread != 0 && !strings.HasPrefix(room, "dm:") {
+			th = strconv.FormatInt(thread, 10)
+		}
+		turn, ok := turns[h]
+		if !ok {
+			turn = c.turnOf(h)
+		}
+		out = append(out, c.Sign(authz.Statement{Kind: authz.StatementMessage, Agent: h, Room: room, Thread: th,
+			TextHash: authz.TextHash(text), Turn: turn}))
+	}
+	return out
+}
+
+// turnOf is the turn handle runs as the hub shows it ("" when idle).
+func (c *Client) turnOf(handle string) string {
+	r := c.Do("GET", "/api/v1/agents", nil)
+	for _, a := range asList(r.Body["agents"]) {
+		if a["handle"] == handle {
+			t, _ := a["turnId"].(string)
+			return t
 		}
 	}
 	return ""

@@ -272,8 +272,23 @@ func (h *Hub) AddUser(admin *Client, name string) *Client {
 	return h.Login(name, pw)
 }
 
-// Post posts text to room and returns the message id.
+// Post posts text to room and returns the message id. Words to the
+// poster's own agents are signed with the poster's device, as the browser
+// signs them (Words); PostUnsigned posts them as an API token does.
 func (c *Client) Post(room, text string) int64 {
+	c.t.Helper()
+	body := map[string]any{"text": text}
+	if w := c.Words(room, 0, text, nil); len(w) > 0 {
+		body["signed"] = w
+	}
+	r := c.Must(201, "POST", "/api/v1/rooms/"+room+"/messages", body)
+	m := r.Body["message"].(map[string]any)
+	return int64(m["id"].(float64))
+}
+
+// PostUnsigned posts text to room without signing anything (an owner
+// without an enrolled device, or an API token) and returns the message id.
+func (c *Client) PostUnsigned(room, text string) int64 {
 	c.t.Helper()
 	r := c.Must(201, "POST", "/api/v1/rooms/"+room+"/messages", map[string]string{"text": text})
 	m := r.Body["message"].(map[string]any)

@@ -152,12 +152,14 @@ export const api = {
     return get(`/rooms/${enc(room)}/messages?${q}`);
   },
   // turns: {"owner/agent": turnId} the sender saw running (stale-turn guard);
-  // thread: reply under that root; files: ids uploaded to this room.
-  post: (room, text, turns, { thread, files } = {}) => {
+  // thread: reply under that root; files: ids uploaded to this room;
+  // signed: the owner's signed message statements (words.js).
+  post: (room, text, turns, { thread, files, signed } = {}) => {
     const body = { text };
     if (turns && Object.keys(turns).length) body.turns = turns;
     if (thread) body.thread = thread;
     if (files && files.length) body.files = files;
+    if (signed && signed.length) body.signed = signed;
     return postMessage(room, body);
   },
   editMessage: (room, id, text) => patch(`/rooms/${enc(room)}/messages/${id}`, { text }).then((d) => d.message),

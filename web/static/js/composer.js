@@ -8,8 +8,9 @@ import { agentMentions } from './render/markdown.js';
 import { initMentions } from './mentions.js';
 import { setError } from './dialog.js';
 import { initSlash, run as runSlash, hint as slashHint, parse as parseSlash } from './slash.js';
-import { readyFiles, hasFiles, clearFiles } from './uploads.js';
+import { readyFiles, readyRefs, hasFiles, clearFiles } from './uploads.js';
 import { ceilingHint } from './ceilings.js';
+import { signWords, wordsHint } from './words.js';
 
 const MAX_BYTES = 16 * 1024;
 const drafts = new Map();
@@ -52,6 +53,7 @@ export function initComposer() {
   });
   form.addEventListener('submit', (e) => { e.preventDefault(); send(); });
   on('agents', ({ room }) => { if (room === state.current) renderHint(); });
+  on('device', () => renderHint());
 }
 
 function grow() {
@@ -94,13 +96,23 @@ async function send() {
     setError(err, 'That message is longer than 16 KiB. Share long output as a file or trim it.');
     return;
   }
+  const turns = seenTurns(room, text);
+  // Your words to your own agents, signed by this browser (words.js): the
+  // exact text sent, the files' bytes as uploaded.
+  let signed;
+  try {
+    signed = await signWords({ room, text, files: readyRefs(room), turns });
+  } catch (ex) {
+    setError(err, `Not sent: this browser could not sign your words to your agent (${ex.message}).`);
+    return;
+  }
   ta.value = '';
   drafts.delete(room);
   grow();
   renderHint();
   sendBtn.disabled = true;
   try {
-    const d = await api.post(room, text, seenTurns(room, text), { files });
+    const d = await api.post(room, text, turns, { files, signed });
     if (files.length) clearFiles(room);
     if (d && d.message) {
       const fresh = logFor(room).add(d.message);
@@ -150,7 +162,8 @@ function renderHint() {
   }
   if (!room || state.features.agents === false) { hint.hidden = true; return; }
   const handles = agentMentions(ta.value);
-  if (!handles.length) { hint.hidden = true; return; }
+  const words = ta.value.trim() ? wordsHint(room, ta.value) : null;
+  if (!handles.length && !words) { hint.hidden = true; return; }
   const agents = state.roomAgents.get(room) || [];
   for (const handle of handles) {
     const a = agents.find((x) => x.handle.toLowerCase() === handle);
@@ -168,5 +181,6 @@ function renderHint() {
       h('span', { class: 'mode-agent' }, '@' + handle),
       h('span', { class: 'mode-text' }, text)));
   }
+  if (words) hint.append(words);
   hint.hidden = false;
 }

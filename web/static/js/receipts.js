@@ -39,9 +39,12 @@ export function receiptText(r) {
       if (a && a.status === 'needs-approval' && (!a.turnId || a.turnId === r.turnId)) {
         return r.status === 'steered' ? `steered the running turn · waiting for @${agentOwner(r.agent)}'s approval` : `waiting for @${agentOwner(r.agent)}'s approval`;
       }
-      return `working · ${how[r.status]}`;
+      return `working · ${how[r.status]}${r.detail ? ` · ${r.detail}` : ''}`;
     }
-    case 'queued': return r.expires ? `queued for after this turn · until ${fmtTime(r.expires)}` : 'queued for after this turn';
+    case 'queued': {
+      const q = r.expires ? `queued for after this turn · until ${fmtTime(r.expires)}` : 'queued for after this turn';
+      return asTeammate(r) ? `${q} · ${r.detail}` : q;
+    }
     case 'done': return r.forwardedBy ? `done · forwarded by @${r.forwardedBy}` : 'done';
     case 'interrupted': return r.detail || 'stopped';
     case 'failed': return `failed: ${r.detail || 'the turn failed'}`;
@@ -49,6 +52,13 @@ export function receiptText(r) {
     case 'rejected': return `not delivered: ${r.detail || reasonText(r.reason)}`;
     default: return r.status || 'unknown';
   }
+}
+
+// asTeammate: the bridge took the words as a teammate's, not the owner's
+// (unsigned, or a signature that did not verify); its detail says why,
+// shown as the bridge wrote it.
+function asTeammate(r) {
+  return /^Treated as a teammate/.test(r.detail || '');
 }
 
 function receiptTitle(r) {
@@ -64,7 +74,7 @@ function receiptTitle(r) {
 export function receiptEl(r) {
   return h('li', {
     class: 'receipt',
-    dataset: { status: r.status, via: r.via || null, agent: r.agent, steer: r.steerId, reason: r.reason || null, forwardedBy: r.forwardedBy || null },
+    dataset: { status: r.status, via: r.via || null, agent: r.agent, steer: r.steerId, reason: r.reason || null, forwardedBy: r.forwardedBy || null, placement: asTeammate(r) ? 'teammate' : null },
     title: receiptTitle(r),
   },
   h('span', { class: 'receipt-icon', 'aria-hidden': 'true' }),

@@ -2,13 +2,17 @@
 // let an agent do more (approve a call, add it to a room, widen its policy
 // or a room's ceiling, forward a held message) are signed here, and the
 // agent's bridge verifies the signature against the devices it enrolled
-// itself: the hub only relays them.
+// itself: the hub only relays them. The owner's own words to their agents
+// are signed here too (a "message" statement, words.js), so a hub cannot
+// put words in the owner's mouth. Every statement names the bridge it is
+// for: the bridge refuses one naming another.
 //
 // The key is a non-extractable WebCrypto ECDSA P-256 key kept in IndexedDB
 // (per origin, per user), or a passkey (WebAuthn, ES256). Both need a
 // secure page: https:// or localhost.
 
 import { api } from './api.js';
+import { agentByHandle } from './store.js';
 
 const DB = 'wheelhouse-devices';
 const STORE = 'devices';
@@ -16,7 +20,7 @@ const ITERATIONS = 100000; // authz.EnrollIterations
 const TTL_MS = 10 * 60 * 1000; // a signed decision is good for ten minutes
 
 // The decision word of each statement kind (authz.StatementDecision).
-const DECISION = { approval: 'approve', policy: 'set', consent: 'add', ceiling: 'set', forward: 'forward' };
+const DECISION = { approval: 'approve', policy: 'set', consent: 'add', ceiling: 'set', forward: 'forward', message: 'say' };
 
 export function signingAvailable() {
   return !!(window.isSecureContext && window.crypto && crypto.subtle && window.indexedDB);
@@ -174,16 +178,26 @@ async function newPasskey(user, name) {
 
 // ---- signing ----
 
+// bridgeOf is the id of the bridge that runs an agent, as GET /agents
+// shows it to the owner ("" when unknown).
+export function bridgeOf(handle) {
+  const a = agentByHandle(String(handle || '').replace(/^@/, ''));
+  return (a && a.bridge) || '';
+}
+
 /**
  * sign(user, fields) signs a statement (kind, agent and the kind's fields)
  * with this browser's device and returns what the API takes as "signed".
- * Throws NoDeviceError when this browser is not enrolled.
+ * The statement names the agent's bridge (fields.bridge, or the one the
+ * agent list shows). Throws NoDeviceError when this browser is not enrolled.
  */
 export async function sign(user, fields) {
   const rec = await loadDevice(user);
   if (!rec || !rec.id) throw new NoDeviceError();
+  const bridge = fields.bridge || bridgeOf(fields.agent);
+  if (!bridge) throw new Error(`This browser does not know which bridge runs @${fields.agent}, so it cannot sign for it: reload the page once the agent is online.`);
   const st = {
-    v: 1, decision: DECISION[fields.kind], ...fields,
+    v: 1, decision: DECISION[fields.kind], ...fields, bridge,
     expires: new Date(Date.now() + TTL_MS).toISOString().replace(/\.\d{3}Z$/, 'Z'),
     nonce: b64url(crypto.getRandomValues(new Uint8Array(18))),
   };
@@ -223,6 +237,13 @@ export class NoDeviceError extends Error {
 // SHA-256 of text, lower-case hex (authz.TextHash).
 export async function textHash(text) {
   return hex(await crypto.subtle.digest('SHA-256', utf8(text)));
+}
+
+// fileHash is the SHA-256 of a file's bytes (a Blob or an ArrayBuffer),
+// lower-case hex (authz.FileHash).
+export async function fileHash(data) {
+  const buf = data instanceof Blob ? await data.arrayBuffer() : data;
+  return hex(await crypto.subtle.digest('SHA-256', buf));
 }
 
 // downloadFile fetches a file once and returns its bytes with their

@@ -17,6 +17,7 @@ import { markRead, lastReadOf } from './unread.js';
 import { storeMessage } from './chatevents.js';
 import { initMentions } from './mentions.js';
 import { attacher } from './uploads.js';
+import { signWords } from './words.js';
 import { carryEdit } from './edit.js';
 import { addPage } from './messages.js';
 
@@ -277,11 +278,20 @@ async function send() {
     if (t.status === 'running' || t.status === 'needs-approval') turns[t.handle] = t.turnId;
     else if (a && a.turnId && (a.status === 'working' || a.status === 'needs-approval') && a.turnId === t.turnId) turns[t.handle] = a.turnId;
   }
+  // Your words to your own agents, signed by this browser (words.js).
+  let signed;
+  try {
+    signed = await signWords({ room, text, thread: root, files: files.refs(), turns });
+  } catch (ex) {
+    err.textContent = `Not sent: this browser could not sign your words to your agent (${ex.message}).`;
+    err.hidden = false;
+    return;
+  }
   const keep = ta.value;
   ta.value = '';
   sendBtn.disabled = true;
   try {
-    const d = await api.post(room, text, turns, { thread: root, files: ready });
+    const d = await api.post(room, text, turns, { thread: root, files: ready, signed });
     if (ready.length) files.clear(`thread:${root}`);
     if (d && d.message) {
       for (const r of d.receipts || []) if (mergeReceipt(r)) emit('receipt', r);

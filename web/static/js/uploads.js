@@ -66,6 +66,15 @@ class Attacher {
     return list.filter((p) => p.state === 'ready').map((p) => p.file.id);
   }
 
+  // refs are the files the next message carries as a signed statement
+  // names them: the name the hub gave each and the bytes this browser
+  // uploaded (blob), or null while one is still uploading.
+  refs(k = this.key()) {
+    const list = this.pending.get(k) || [];
+    if (list.some((p) => p.state === 'uploading')) return null;
+    return list.filter((p) => p.state === 'ready').map((p) => ({ id: p.file.id, name: p.file.name, blob: p.blob }));
+  }
+
   has(k = this.key()) { return (this.pending.get(k) || []).some((p) => p.state !== 'error'); }
 
   clear(k = this.key()) { this.pending.delete(k); this.render(); }
@@ -92,6 +101,7 @@ class Attacher {
   async upload(room, p, f) {
     try {
       p.file = await api.upload(room, f);
+      p.blob = f; // the bytes sent: a signed message names their SHA-256
       p.state = 'ready';
     } catch (ex) {
       p.state = 'error';
@@ -146,6 +156,9 @@ export async function loadUploadLimits() {
 // readyFiles are the ids the next message in room carries, or null while
 // one is still uploading.
 export function readyFiles(room) { return main.ready(room); }
+
+// readyRefs are readyFiles with each file's name and bytes (Attacher.refs).
+export function readyRefs(room) { return main.refs(room); }
 
 export function hasFiles(room) { return main.has(room); }
 

@@ -1,0 +1,140 @@
+package browser
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/wheelhouse-dev/wheelhouse/authz"
+	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
+)
+
+// steerSpy sees every steer the hub sends a bridge (a second connection
+// with the bridge's identity; the real bridge answers them).
+type steerSpy struct{ sub *nats.Subscription }
+
+func spySteers(t *testing.T, br *testhub.Bridge) *steerSpy {
+	t.Helper()
+	nc, err := br.Creds.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	sub, err := nc.SubscribeSync(wire.ToBridge(br.Creds.BridgeID, wire.KindSteer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return &steerSpy{sub: sub}
+}
+
+// next is the next steer whose text contains part.
+func (s *steerSpy) next(t *testing.T, part string) wire.Steer {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		m, err := s.sub.NextMsg(time.Until(deadline))
+		if err != nil {
+			break
+		}
+		var st wire.Steer
+		if json.Unmarshal(m.Data, &st) == nil && strings.Contains(st.Text, part) {
+			return st
+		}
+	}
+	t.Fatalf("no steer with %q reached the bridge", part)
+	return wire.Steer{}
+}
+
+// TestOwnerWordsSigned: alice's words to her own agent are signed by her
+// enrolled browser — a message statement over the exact text and the
+// file's bytes, naming her bridge — and relayed unchanged to the bridge.
+// Before she enrolls, the composer says her words go as a teammate's and
+// how to enroll, and the post carries no signature.
+func TestOwnerWordsSigned(t *testing.T) {
+	h := testhub.Start(t, testhub.Options{})
+	admin := h.Setup("root", rootPassword)
+	alice := h.AddUser(admin, "alice")
+	br := h.StartBridge(alice, nil, bridge.AgentConfig{Name: "demo", Harness: "demo", Options: map[string]string{"steps": "1", "step": "10ms"}})
+	alice.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "dev"})
+	alice.AddAgent("dev", demo)
+	spy := spySteers(t, br)
+
+	p := newPage(t, startBrowser(t), "alice")
+	defer p.noErrors(t)
+	p.navigate(t, h.URL()+"/#/r/dev")
+	p.fill(t, "#login-name", "alice")
+	p.fill(t, "#login-password", password("alice"))
+	p.click(t, "#login-submit")
+	p.waitJS(t, "in #dev", `document.querySelector('#room-title').textContent === '#dev'`)
+	p.waitIdle(t)
+
+	// Not enrolled: the hint says what that means and offers enrolling.
+	hint := `#composer-hint .words-hint[data-agents="alice/demo"]`
+	p.compose(t, "@alice/demo hello from an unenrolled browser")
+	p.visible(t, hint+" .enroll-prompt button.open-devices")
+	p.waitJS(t, "the hint says why", fmt.Sprintf(`document.querySelector(%s).textContent.includes("as a teammate's, not yours")`, js(hint)))
+	p.do(t, "press Enter", pressEnter())
+	p.waitJS(t, "the message box to empty after sending", `document.querySelector('#composer').value === ''`)
+	if st := spy.next(t, "unenrolled browser"); st.Words != nil {
+		t.Fatalf("an unenrolled browser's post carries words %+v", st.Words)
+	}
+	p.waitReceipt(t, messageJS("alice", "unenrolled browser"), demo, "started", "done")
+	p.waitIdle(t)
+
+	enroll(t, p, br, "laptop", false)
+	var laptop string
+	for _, d := range br.Devices() {
+		if d.Name == "laptop" {
+			laptop = d.ID
+		}
+	}
+
+	// Enrolled: no hint; the words go signed, over the exact text (NFD,
+	// trailing spaces) and the attached file's bytes.
+	text := "@alice/demo cafe\u0301 — read the log   "
+	p.compose(t, "@alice/demo ")
+	p.gone(t, hint)
+	path := filepath.Join(t.TempDir(), "build.log")
+	body := []byte("build started\r\nbuild ok\n")
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.do(t, "attach build.log", chromedp.SetUploadFiles(css("#file-input"), []string{path}, chromedp.NodeReady))
+	p.visible(t, `#attachments .attachment[data-state="ready"][data-name="build.log"]`)
+	p.sendLines(t, text)
+	st := spy.next(t, "read the log")
+	if st.Text != text {
+		t.Fatalf("the steer's text is %q, want %q byte for byte", st.Text, text)
+	}
+	if st.Words == nil {
+		t.Fatal("the enrolled owner's words reached the bridge unsigned")
+	}
+	if st.Words.Device != laptop {
+		t.Fatalf("signed by %q, want the laptop %q", st.Words.Device, laptop)
+	}
+	got, err := authz.ParseStatement([]byte(st.Words.Statement))
+	if err != nil {
+		t.Fatalf("the browser's statement: %v: %s", err, st.Words.Statement)
+	}
+	want := authz.Statement{V: 1, Kind: authz.StatementMessage, Decision: "say", Bridge: br.Creds.BridgeID, Agent: demo, Room: "dev",
+		TextHash: authz.TextHash(text), Files: []authz.StatementFile{{Name: "build.log", SHA256: authz.FileHash(body)}}, Expires: got.Expires, Nonce: got.Nonce}
+	if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want); g != w {
+		t.Fatalf("the statement is\n%s\nwant\n%s", g, w)
+	}
+	if exp := got.ExpiresAt(); exp.Before(time.Now()) || exp.After(time.Now().Add(authz.MaxStatementAhead)) {
+		t.Fatalf("expires %s", got.Expires)
+	}
+	p.waitReceipt(t, messageJS("alice", "read the log"), demo, "started", "done")
+}
