@@ -59,14 +59,17 @@ func (s *steerSpy) next(t *testing.T, part string) wire.Steer {
 
 // TestOwnerWordsSigned: alice's words to her own agent are signed by her
 // enrolled browser — a message statement over the exact text and the
-// file's bytes, naming her bridge — and relayed unchanged to the bridge.
-// Before she enrolls, the composer says her words go as a teammate's and
-// how to enroll, and the post carries no signature.
+// file's bytes, naming her bridge — relayed unchanged, and the bridge takes
+// them as hers: her auto-approve list applies. Before she enrolls, the
+// composer says her words would go as a teammate's and how to enroll; the
+// post carries no signature, and the bridge places it strictly (the delete
+// asks her, despite auto-approve) with a receipt that says why.
 func TestOwnerWordsSigned(t *testing.T) {
 	h := testhub.Start(t, testhub.Options{})
 	admin := h.Setup("root", rootPassword)
 	alice := h.AddUser(admin, "alice")
-	br := h.StartBridge(alice, nil, bridge.AgentConfig{Name: "demo", Harness: "demo", Options: map[string]string{"steps": "1", "step": "10ms"}})
+	br := h.StartBridge(alice, nil, bridge.AgentConfig{Name: "demo", Harness: "demo", Options: map[string]string{"steps": "1", "step": "10ms"},
+		PolicyFile: bridge.PolicyConfig{AutoApprove: []string{"delete_file"}}})
 	alice.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "dev"})
 	alice.AddAgent("dev", demo)
 	spy := spySteers(t, br)
@@ -82,16 +85,28 @@ func TestOwnerWordsSigned(t *testing.T) {
 
 	// Not enrolled: the hint says what that means and offers enrolling.
 	hint := `#composer-hint .words-hint[data-agents="alice/demo"]`
-	p.compose(t, "@alice/demo hello from an unenrolled browser")
+	p.compose(t, "@alice/demo delete notes.txt")
 	p.visible(t, hint+" .enroll-prompt button.open-devices")
 	p.waitJS(t, "the hint says why", fmt.Sprintf(`document.querySelector(%s).textContent.includes("as a teammate's, not yours")`, js(hint)))
 	p.do(t, "press Enter", pressEnter())
 	p.waitJS(t, "the message box to empty after sending", `document.querySelector('#composer').value === ''`)
-	if st := spy.next(t, "unenrolled browser"); st.Words != nil {
+	if st := spy.next(t, "delete notes.txt"); st.Words != nil {
 		t.Fatalf("an unenrolled browser's post carries words %+v", st.Words)
 	}
-	p.waitReceipt(t, messageJS("alice", "unenrolled browser"), demo, "started", "done")
+	// The bridge took them as a teammate's: the delete asks despite
+	// auto-approve, and the receipt says why, in the bridge's words.
+	msg := messageJS("alice", "delete notes.txt")
+	strict := fmt.Sprintf(`(%s)?.querySelector('.receipt[data-agent="alice/demo"][data-placement="teammate"]')`, msg)
+	p.waitJS(t, "the receipt saying the words went as a teammate's", fmt.Sprintf(`(%s)?.textContent.includes("no signature") || false`, strict))
+	card := `#approval-tray .approval-card[data-agent="alice/demo"][data-status="pending"]`
+	p.visible(t, card+" button.deny")
+	p.shot(t, screenshots(t), "unsigned-owner-words")
+	p.click(t, card+" button.deny")
+	p.visible(t, `#approval-tray .approval-card[data-agent="alice/demo"][data-status="denied"]`)
 	p.waitIdle(t)
+	if n := ranTimes(t, alice, "dev", "delete_file notes.txt"); n != 0 {
+		t.Fatalf("unsigned words ran the delete %d times", n)
+	}
 
 	enroll(t, p, br, "laptop", false)
 	var laptop string
@@ -136,5 +151,21 @@ func TestOwnerWordsSigned(t *testing.T) {
 	if exp := got.ExpiresAt(); exp.Before(time.Now()) || exp.After(time.Now().Add(authz.MaxStatementAhead)) {
 		t.Fatalf("expires %s", got.Expires)
 	}
-	p.waitReceipt(t, messageJS("alice", "read the log"), demo, "started", "done")
+	signedMsg := messageJS("alice", "read the log")
+	p.waitReceipt(t, signedMsg, demo, "started", "done")
+	p.waitIdle(t)
+
+	// The bridge takes her signed words as hers: her auto-approve list
+	// runs the delete without asking.
+	p.send(t, "@alice/demo delete notes.txt please")
+	testhub.WaitFor(t, 30*time.Second, "the delete, auto-approved", func() bool { return ranTimes(t, alice, "dev", "delete_file notes.txt") == 1 })
+	p.waitReceipt(t, messageJS("alice", "delete notes.txt please"), demo, "started", "done")
+	for _, m := range []string{signedMsg, messageJS("alice", "delete notes.txt please")} {
+		if eval[bool](t, p, fmt.Sprintf(`!!(%s)?.querySelector('.receipt[data-placement="teammate"]')`, m)) {
+			t.Fatalf("signed words were placed as a teammate's: %s", eval[string](t, p, fmt.Sprintf(`(%s).querySelector('.receipts').textContent`, m)))
+		}
+	}
+	if eval[int](t, p, `document.querySelectorAll('#approval-tray .approval-card[data-agent="alice/demo"][data-status="pending"]').length`) != 0 {
+		t.Fatal("the owner's signed words still asked for approval")
+	}
 }
