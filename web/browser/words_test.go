@@ -3,6 +3,7 @@ package browser
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
@@ -167,5 +169,50 @@ func TestOwnerWordsSigned(t *testing.T) {
 	}
 	if eval[int](t, p, `document.querySelectorAll('#approval-tray .approval-card[data-agent="alice/demo"][data-status="pending"]').length`) != 0 {
 		t.Fatal("the owner's signed words still asked for approval")
+	}
+}
+
+// TestMentionsParsedAsTheHubDoes: the browser reads the agents a text
+// addresses exactly as the hub does (chat.ParseMentions), so it signs for
+// exactly the agents the hub will steer — the hub refuses a signature for
+// an agent the message does not address. Random texts from fragments that
+// matter to the parser (handles, quotes, fences, code spans, forwarded
+// markers, e-mail-like and path-like runs, non-ASCII letters and spaces).
+func TestMentionsParsedAsTheHubDoes(t *testing.T) {
+	frags := []string{"@alice/demo", "@Alice/Demo", "@bob/x.", "@bob/x-", "hi", " ", "\n", "\r\n", "> ", " > ", "```", "   ```", "````", "`", "``",
+		"e@alice/demo", "(@alice/demo)", "@alice/demo,", "/@alice/demo", "\\@alice/demo", "@alice", "@alice/", "@a/b/c", "\t", ">", "~~~",
+		"[@alice/demo](x)", "@alice/de_mo", "@alice/demo's", "é", "@alice/démo", ":@alice/demo", "_@alice/demo", ".@alice/demo", "<@alice/demo>",
+		"@@alice/demo", "---------- Forwarded message ----------", "Forwarded from x", "\u00a0", "\ufeff", "\u0085", "日本", "😀@alice/demo", "١",
+		"@x/" + strings.Repeat("a", 33), "@" + strings.Repeat("b", 32) + "/demo"}
+	r := rand.New(rand.NewSource(22))
+	texts := []string{"", "@alice/demo", "> @alice/demo", "```\n@alice/demo\n```\n@bob/x", "see `@alice/demo` and @bob/x"}
+	for len(texts) < 3000 {
+		var b strings.Builder
+		for n := 1 + r.Intn(12); n > 0; n-- {
+			b.WriteString(frags[r.Intn(len(frags))])
+		}
+		texts = append(texts, b.String())
+	}
+	h := testhub.Start(t, testhub.Options{})
+	p := newPage(t, startBrowser(t), "parser")
+	p.navigate(t, h.URL()+"/")
+	in, _ := json.Marshal(texts)
+	got := evalAwait[[][]string](t, p, fmt.Sprintf(`import('/js/render/mentions.js').then((m) => %s.map((s) => m.agentMentions(s)))`, in))
+	if len(got) != len(texts) {
+		t.Fatalf("%d answers for %d texts", len(got), len(texts))
+	}
+	bad := 0
+	for i, text := range texts {
+		want := []string{}
+		for _, m := range chat.ParseMentions(text) {
+			if m.Kind == chat.MentionAgent {
+				want = append(want, m.Owner+"/"+m.Agent)
+			}
+		}
+		if fmt.Sprint(got[i]) != fmt.Sprint(want) {
+			if bad++; bad <= 10 {
+				t.Errorf("%q: the browser reads %v, the hub %v", text, got[i], want)
+			}
+		}
 	}
 }
