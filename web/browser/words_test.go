@@ -106,6 +106,8 @@ func TestOwnerWordsSigned(t *testing.T) {
 	p.click(t, card+" button.deny")
 	p.visible(t, `#approval-tray .approval-card[data-agent="alice/demo"][data-status="denied"]`)
 	p.waitIdle(t)
+	p.waitReceipt(t, msg, demo, "done", "failed", "interrupted")
+	p.waitJS(t, "the turn's outcome still says how the words were taken", fmt.Sprintf(`!!(%s)`, strict))
 	if n := ranTimes(t, alice, "dev", "delete_file notes.txt"); n != 0 {
 		t.Fatalf("unsigned words ran the delete %d times", n)
 	}
