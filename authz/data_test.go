@@ -116,25 +116,38 @@ func TestTurnInputsAutoApprove(t *testing.T) {
 
 func TestMessageNeedsStrict(t *testing.T) {
 	cases := []struct {
-		name                 string
-		sender               string
-		senderIsOwner, agent bool
-		data                 []string
-		want                 bool
+		name            string
+		sender          string
+		verified, agent bool
+		data            []string
+		want            bool
 	}{
 		{"OwnersOwnWords", owner, true, false, nil, false},
 		{"OwnerWithPaste", owner, true, false, []string{DataCode}, true},
 		{"Teammate", "carol", false, false, nil, true},
 		{"LabelDisagreesWithName", "carol", true, false, nil, true},
-		{"OwnerNameButNotLabelled", owner, false, false, nil, true},
+		{"OwnerNameButNotVerified", owner, false, false, nil, true},
 		{"AgentNamedLikeOwner", owner, true, true, nil, true},
 		{"EmptySender", "", false, false, nil, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := MessageNeedsStrict(owner, c.sender, c.senderIsOwner, c.agent, c.data); got != c.want {
+			if got := MessageNeedsStrict(owner, c.sender, c.verified, c.agent, c.data); got != c.want {
 				t.Fatalf("got %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// Words labelled as the owner's but not verified taint the turn as a
+// teammate's would: no auto-approval, whoever steered it.
+func TestTurnInputsUnverified(t *testing.T) {
+	in := TurnInputs{Owner: owner, SteeredBy: []string{owner}, Unverified: true}
+	if in.Clean() || !in.Tainted() || in.AutoApprovable("exec_command", []string{"exec_command"}, false) {
+		t.Fatalf("unverified owner words: clean=%v tainted=%v", in.Clean(), in.Tainted())
+	}
+	in.Unverified = false
+	if !in.Clean() || !in.AutoApprovable("exec_command", []string{"exec_command"}, false) {
+		t.Fatal("the owner's verified words are not clean")
 	}
 }

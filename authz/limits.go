@@ -135,15 +135,16 @@ func ceilingRank(c string) int {
 // CeilingWidens reports whether moving from cur to next lets turns do more.
 func CeilingWidens(cur, next string) bool { return ceilingRank(next) > ceilingRank(cur) }
 
-// StricterCeiling returns the stricter of a and b.
+// StricterCeiling returns the stricter of a and b (read-only for an
+// unknown one).
 func StricterCeiling(a, b string) string {
-	if ceilingRank(a) <= ceilingRank(b) {
-		if ceilingRank(a) == 0 {
-			return CeilingReadOnly
-		}
-		return a
+	if ceilingRank(b) < ceilingRank(a) {
+		a = b
 	}
-	return b
+	if ceilingRank(a) == 0 {
+		return CeilingReadOnly // an unknown ceiling is the strictest
+	}
+	return a
 }
 
 // CeilingNeedsStrict: a turn under c must send every side effect to the

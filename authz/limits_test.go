@@ -80,3 +80,24 @@ func TestCeilings(t *testing.T) {
 		t.Error("ceiling rules")
 	}
 }
+
+// Words said to come from the owner's DM but not verified as the owner's
+// get the strictest ceiling of the agent's rooms, at most ask.
+func TestUnverifiedDMCeiling(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rooms []string
+		want  string
+	}{
+		{"NoRoomsAsk", nil, CeilingAsk},
+		{"NormalRoomsAsk", []string{CeilingNormal, CeilingNormal}, CeilingAsk},
+		{"AReadOnlyRoomReadOnly", []string{CeilingNormal, CeilingReadOnly, CeilingAsk}, CeilingReadOnly},
+		{"UnknownIsStrictest", []string{"wide-open"}, CeilingReadOnly},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := UnverifiedDMCeiling(tc.rooms); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -54,7 +54,10 @@ func (b *Bridge) Say(ctx context.Context, req SayRequest) (wire.Receipt, error) 
 	}
 	room, thread := req.Room, req.Thread
 	r.mu.Lock()
-	turnRoom, turnThread := r.turnRoom, r.thread
+	turnRoom, turnThread := "", int64(0)
+	if r.turnID != "" { // the running turn's room (turnRoom outlives it)
+		turnRoom, turnThread = r.turnRoom, r.thread
+	}
 	r.mu.Unlock()
 	switch {
 	case room == "" && turnRoom != "":

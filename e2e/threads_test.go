@@ -19,7 +19,11 @@ import (
 // reply posts text in the thread under root and returns its id.
 func reply(t *testing.T, c *testhub.Client, room string, root int64, text string) int64 {
 	t.Helper()
-	r := c.Must(201, "POST", "/api/v1/rooms/"+room+"/messages", map[string]any{"text": text, "thread": root})
+	body := map[string]any{"text": text, "thread": root}
+	if w := c.Words(room, root, text, nil); len(w) > 0 {
+		body["signed"] = w // the owner's words, signed as her browser signs them
+	}
+	r := c.Must(201, "POST", "/api/v1/rooms/"+room+"/messages", body)
 	return int64(r.Body["message"].(map[string]any)["id"].(float64))
 }
 

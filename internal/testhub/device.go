@@ -227,10 +227,11 @@ func ownerOf(handle string) string {
 
 // Words are the owner's signed message statements for a post of text in
 // room (thread 0: the channel): one for each of c's own agents the text
-// addresses (or the agent of c's own DM with it), for the turn the agent
-// runs now as the hub shows it ("" when idle) — what the owner's browser
-// signs. None when c has no device.
-func (c *Client) Words(room string, thread int64, text string) []*wire.Signed {
+// addresses (or the agent of c's own DM with it), for the turn the post
+// names in turns (the stale-turn guard), else the turn the agent runs now
+// as the hub shows it ("" when idle) — what the owner's browser signs.
+// None when c has no device.
+func (c *Client) Words(room string, thread int64, text string, turns map[string]string) []*wire.Signed {
 	c.t.Helper()
 	if c.Device == nil {
 		return nil
@@ -255,8 +256,12 @@ func (c *Client) Words(room string, thread int64, text string) []*wire.Signed {
 		if thread != 0 && !strings.HasPrefix(room, "dm:") {
 			th = strconv.FormatInt(thread, 10)
 		}
+		turn, ok := turns[h]
+		if !ok {
+			turn = c.turnOf(h)
+		}
 		out = append(out, c.Sign(authz.Statement{Kind: authz.StatementMessage, Agent: h, Room: room, Thread: th,
-			TextHash: authz.TextHash(text), Turn: c.turnOf(h)}))
+			TextHash: authz.TextHash(text), Turn: turn}))
 	}
 	return out
 }

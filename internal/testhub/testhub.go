@@ -278,7 +278,7 @@ func (h *Hub) AddUser(admin *Client, name string) *Client {
 func (c *Client) Post(room, text string) int64 {
 	c.t.Helper()
 	body := map[string]any{"text": text}
-	if w := c.Words(room, 0, text); len(w) > 0 {
+	if w := c.Words(room, 0, text, nil); len(w) > 0 {
 		body["signed"] = w
 	}
 	r := c.Must(201, "POST", "/api/v1/rooms/"+room+"/messages", body)
