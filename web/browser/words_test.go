@@ -172,6 +172,52 @@ func TestOwnerWordsSigned(t *testing.T) {
 	if eval[int](t, p, `document.querySelectorAll('#approval-tray .approval-card[data-agent="alice/demo"][data-status="pending"]').length`) != 0 {
 		t.Fatal("the owner's signed words still asked for approval")
 	}
+	p.waitIdle(t)
+
+	// A reply in the thread of her turn: signed from the thread's composer,
+	// naming the thread.
+	p.openThreadOf(t, signedMsg)
+	root := eval[string](t, p, signedMsg+`.dataset.id`)
+	p.fill(t, "#thread-composer", "@alice/demo delete old.log")
+	p.do(t, "press Enter", pressEnter())
+	st = spy.next(t, "delete old.log")
+	if got, err = authz.ParseStatement([]byte(wordsOf(t, st))); err != nil || got.Thread != root || got.Room != "dev" || got.TextHash != authz.TextHash(st.Text) {
+		t.Fatalf("the thread reply's statement %+v (%v), want thread %s", got, err, root)
+	}
+	testhub.WaitFor(t, 30*time.Second, "the thread's delete, auto-approved", func() bool { return ranTimes(t, alice, "dev", "delete_file old.log") == 1 })
+	p.closeThread(t)
+	testhub.WaitFor(t, 30*time.Second, "the agent idle", func() bool { return agentStatus(t, alice) == "idle" })
+
+	// Her DM with the agent: every message addresses it, no mention needed;
+	// signed all the same.
+	dm := "dm:alice:alice+demo"
+	p.click(t, fmt.Sprintf(`.room-link[data-room=%q]`, dm))
+	p.waitJS(t, "the DM open", `location.hash === '#/r/' + encodeURIComponent('dm:alice:alice+demo')`)
+	p.send(t, "delete main.go")
+	st = spy.next(t, "delete main.go")
+	if got, err = authz.ParseStatement([]byte(wordsOf(t, st))); err != nil || got.Room != dm || got.Thread != "" || got.Agent != demo {
+		t.Fatalf("the DM's statement %+v (%v)", got, err)
+	}
+	testhub.WaitFor(t, 30*time.Second, "the DM's delete, auto-approved", func() bool { return ranTimes(t, alice, dm, "delete_file main.go") == 1 })
+}
+
+// wordsOf is the statement a steer's words carry (fails without).
+func wordsOf(t *testing.T, st wire.Steer) string {
+	t.Helper()
+	if st.Words == nil {
+		t.Fatalf("steer %s (%q) carries no words", st.ID, st.Text)
+	}
+	return st.Words.Statement
+}
+
+func agentStatus(t *testing.T, c *testhub.Client) string {
+	for _, a := range testhub.AsList(c.Must(200, "GET", "/api/v1/agents", nil).Body["agents"]) {
+		if a["handle"] == demo {
+			s, _ := a["status"].(string)
+			return s
+		}
+	}
+	return ""
 }
 
 // TestMentionsParsedAsTheHubDoes: the browser reads the agents a text
