@@ -90,6 +90,7 @@ func TestOwnerWordsSigned(t *testing.T) {
 	p.compose(t, "@alice/demo delete notes.txt")
 	p.visible(t, hint+" .enroll-prompt button.open-devices")
 	p.waitJS(t, "the hint says why", fmt.Sprintf(`document.querySelector(%s).textContent.includes("as a teammate's, not yours")`, js(hint)))
+	p.shot(t, screenshots(t), "unsigned-words-hint")
 	p.do(t, "press Enter", pressEnter())
 	p.waitJS(t, "the message box to empty after sending", `document.querySelector('#composer').value === ''`)
 	if st := spy.next(t, "delete notes.txt"); st.Words != nil {
@@ -102,7 +103,8 @@ func TestOwnerWordsSigned(t *testing.T) {
 	p.waitJS(t, "the receipt saying the words went as a teammate's", fmt.Sprintf(`(%s)?.textContent.includes("no signature") || false`, strict))
 	card := `#approval-tray .approval-card[data-agent="alice/demo"][data-status="pending"]`
 	p.visible(t, card+" button.deny")
-	p.shot(t, screenshots(t), "unsigned-owner-words")
+	p.waitJS(t, "the card says why the turn is tainted", fmt.Sprintf(`document.querySelector(%s).textContent.includes("not signed by one of @alice's enrolled devices")`, js(card+" .tainted-flag")))
+	p.shot(t, screenshots(t), "unsigned-words-receipt")
 	p.click(t, card+" button.deny")
 	p.visible(t, `#approval-tray .approval-card[data-agent="alice/demo"][data-status="denied"]`)
 	p.waitIdle(t)
