@@ -113,6 +113,14 @@ func TestOwnerWordsSigned(t *testing.T) {
 	if n := ranTimes(t, alice, "dev", "delete_file notes.txt"); n != 0 {
 		t.Fatalf("unsigned words ran the delete %d times", n)
 	}
+	// The thread's composer says the same of a reply to her agent (the
+	// To-agent switch addresses it without a mention).
+	p.openThreadOf(t, msg)
+	p.fill(t, "#thread-composer", "and then?")
+	p.visible(t, `#thread-words-hint .words-hint[data-agents="alice/demo"] .enroll-prompt`)
+	p.fill(t, "#thread-composer", " ")
+	p.gone(t, "#thread-words-hint .words-hint")
+	p.closeThread(t)
 
 	enroll(t, p, br, "laptop", false)
 	var laptop string
