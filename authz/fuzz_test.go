@@ -174,3 +174,41 @@ func FuzzEnvelopeFiles(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMessageStatementAuthentic: message statements the owner's own device
+// signed. An allowed one says exactly the words, files, room, thread, turn,
+// bridge and agent asked about — empty fields included.
+func FuzzMessageStatementAuthentic(f *testing.F) {
+	want := Statement{Kind: StatementMessage, Bridge: "b0123456789ab", Agent: "alice/codex", Room: "dev", TextHash: TextHash("fix it")}
+	ok := want
+	ok.V, ok.Decision, ok.Expires, ok.Nonce = StatementVersion, StatementDecision(ok.Kind), stmtNow.Add(time.Minute).Format(time.RFC3339), "0123456789abcdef"
+	for _, mut := range []func(*Statement){
+		func(*Statement) {},
+		func(s *Statement) { s.Thread = "7" },
+		func(s *Statement) { s.Turn = "t1" },
+		func(s *Statement) { s.Bridge = "" },
+		func(s *Statement) { s.Files = []StatementFile{{Name: "a", SHA256: FileHash(nil)}} },
+		func(s *Statement) { s.TextHash = TextHash("fix it ") },
+	} {
+		s := ok
+		mut(&s)
+		raw, _ := CanonicalStatement(s)
+		f.Add(raw)
+	}
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	spki, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	dev := &Device{Kind: DeviceWebCrypto, PublicKey: spki}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		st, d := CheckSigned(SignedCheck{Raw: raw, Device: dev, Sig: Signature{Sig: signP1363(t, k, raw)}, Want: want, Now: stmtNow})
+		if !d.Allow {
+			return
+		}
+		if st.Kind != want.Kind || st.Bridge != want.Bridge || st.Agent != want.Agent || st.Room != want.Room || st.Thread != "" || st.Turn != "" ||
+			len(st.Files) != 0 || !strings.EqualFold(st.TextHash, want.TextHash) || len(st.Policy) != 0 || st.Sender != "" || st.Steer != "" {
+			t.Fatalf("allowed a message statement about something else: %q", raw)
+		}
+	})
+}

@@ -56,15 +56,22 @@ func (r *runner) turnInputs() authz.TurnInputs {
 // GatingNotes explains, for the owner, how the gate rule applies to an
 // agent: nothing when only the owner may address it or every side effect
 // of every turn reaches the gate; otherwise what happens to teammates'
-// words. bridge run prints these at start; doctor shows them.
+// words, and, for a harness that cannot run a strict turn, that the
+// owner's own words need her signature there. bridge run prints these at
+// start; doctor shows them.
 func GatingNotes(h Harness, pol wire.Policy) []string {
+	if err := strictTurns(h); err != nil {
+		// Even the owner's words are a teammate's here unless verified.
+		unsigned := "your own words reach it only when one of your enrolled devices signed them (your browser, once enrolled) or you say them on this machine (wheelhouse say); unsigned, they count as a teammate's and are refused"
+		if pol.Address == wire.AddressOwner || pol.Address == "" {
+			return []string{unsigned}
+		}
+		return []string{"messages from teammates (address = " + pol.Address + ") are refused: " + err.Error() + "; only your own words reach this agent", unsigned}
+	}
 	if pol.Address == wire.AddressOwner || pol.Address == "" {
 		return nil
 	}
 	who := "teammates (address = " + pol.Address + ")"
-	if err := strictTurns(h); err != nil {
-		return []string{"messages from " + who + " are refused: " + err.Error() + "; only your own words reach this agent"}
-	}
 	g := h.(Gating) // strictTurns answered nil, so h implements Gating
 	if what := g.OwnerTurns(); what != "" {
 		return []string{"your own turns " + what + ", so messages from " + who +

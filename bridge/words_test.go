@@ -103,7 +103,10 @@ func TestOwnerWordsNeedTheOwnersSignature(t *testing.T) {
 		{"ErrNFDForNFC", func() wire.Steer { return ownerSteer("s1.0", "dev", nfd) },
 			func(wire.Steer) *authz.Statement { s := message(ownerSteer("s1.0", "dev", nfc)); return &s }, false, "textHash"},
 		{"ErrCRLFForLF", func() wire.Steer { return ownerSteer("s1.0", "dev", "@alice/codex one\r\ntwo") },
-			func(wire.Steer) *authz.Statement { s := message(ownerSteer("s1.0", "dev", "@alice/codex one\ntwo")); return &s }, false, "textHash"},
+			func(wire.Steer) *authz.Statement {
+				s := message(ownerSteer("s1.0", "dev", "@alice/codex one\ntwo"))
+				return &s
+			}, false, "textHash"},
 		{"ErrTrailingSpace", func() wire.Steer { return ownerSteer("s1.0", "dev", text+" ") },
 			func(wire.Steer) *authz.Statement { s := message(ownerSteer("s1.0", "dev", text)); return &s }, false, "textHash"},
 	} {
@@ -225,5 +228,49 @@ func TestSayOnTheBridgeMachine(t *testing.T) {
 	}
 	if _, err := b.Say(ctx, SayRequest{Agent: "codex", Text: "  "}); err == nil {
 		t.Fatal("said nothing")
+	}
+}
+
+// Every statement names the bridge it is for: alice's consent signed for
+// her other bridge, or for none, does nothing here.
+func TestStatementsNameTheirBridge(t *testing.T) {
+	_, r, k := wordsBridge(t, nil)
+	for _, bridgeID := range []string{"b999999999999", "none"} {
+		s := k.sign(t, authz.Statement{Kind: authz.StatementConsent, Bridge: bridgeID, Agent: "alice/codex", Room: "new"})
+		err := r.consent(wire.Consent{Agent: "codex", Room: "new", Action: wire.ConsentAdd, By: "alice", Signed: s})
+		if err == nil || !strings.Contains(err.Error(), "bridge") {
+			t.Fatalf("a consent for bridge %q: %v", bridgeID, err)
+		}
+		if _, ok := r.roomGrant("new"); ok {
+			t.Fatalf("a consent for bridge %q let the agent into the room", bridgeID)
+		}
+	}
+	s := k.sign(t, authz.Statement{Kind: authz.StatementConsent, Agent: "alice/codex", Room: "new"})
+	if err := r.consent(wire.Consent{Agent: "codex", Room: "new", Action: wire.ConsentAdd, By: "alice", Signed: s}); err != nil {
+		t.Fatalf("a consent for this bridge: %v", err)
+	}
+}
+
+// The verdict on whose words these are is made when the steer arrives: a
+// queued entry keeps it when it starts later.
+func TestQueuedWordsKeepTheirVerdict(t *testing.T) {
+	for _, signed := range []bool{true, false} {
+		_, r, k := wordsBridge(t, nil)
+		r.mu.Lock()
+		r.turnID, r.status = "t0", wire.AgentWorking // a turn runs in another thread
+		r.mu.Unlock()
+		st := ownerSteer("s1.0", "dev", "@alice/codex tidy the repo")
+		st.NewTurn = true
+		if signed {
+			st.Words = k.sign(t, message(st)) // for a new turn: no turn named
+		}
+		if rc, _ := r.deliver(st); rc.Status != wire.StatusQueued {
+			t.Fatalf("receipt %+v: want queued behind the running turn", rc)
+		}
+		r.clearTurn("t0", wire.TurnCompleted)
+		r.deliverQueued()
+		if in := lastStarted(t, r); in.Strict == signed || in.SenderIsOwner != signed {
+			t.Fatalf("signed=%v: the queued words started strict=%v owner=%v", signed, in.Strict, in.SenderIsOwner)
+		}
 	}
 }

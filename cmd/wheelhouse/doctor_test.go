@@ -66,6 +66,7 @@ allowed = ["bob"]
 	for _, want := range []string{
 		"info agent cx: your own turns run commands inside the read-only sandbox without asking (approval_policy = on-request), so messages from teammates (address = members)",
 		"info agent sh: messages from teammates (address = users) are refused: it runs its configured command without asking",
+		"info agent sh: your own words reach it only when one of your enrolled devices signed them",
 		"ok   agent cx CODEX_HOME " + home + ": outside every agent's dir",
 		"ok   agent cx codex rules: no rule lets a command run without asking",
 	} {
