@@ -158,6 +158,20 @@ func TestOwnerWordsReachTheSteer(t *testing.T) {
 		}
 	})
 
+	t.Run("RetriedWithTheSameKey", func(t *testing.T) {
+		text := "@alice/demo once only"
+		body := map[string]any{"text": text, "signed": []any{w.alice.Device.Sign(t, w.say(text, nil))}}
+		key := map[string]string{"Idempotency-Key": "words-retry-1"}
+		first := w.alice.DoWith("POST", "/api/v1/rooms/dev/messages", body, key)
+		again := w.alice.DoWith("POST", "/api/v1/rooms/dev/messages", body, key)
+		if first.Status != 201 || again.Status != 201 || postedID(t, first) != postedID(t, again) {
+			t.Fatalf("a retry answered %d %s after %d %s, want the same message", again.Status, again.Raw, first.Status, first.Raw)
+		}
+		if st := w.steerOf(t, postedID(t, first)); st.Words == nil {
+			t.Fatal("the retried post's steer lost its words")
+		}
+	})
+
 	t.Run("OverTheEventsSocket", func(t *testing.T) {
 		s := w.alice.Events(0, false)
 		defer s.Close()
@@ -218,7 +232,7 @@ func TestOwnerWordsBadInput(t *testing.T) {
 		}))}}, room.ReasonWordsMismatch, "expired"},
 		{"TooFarAhead", w.alice, map[string]any{"text": text, "signed": []any{dev.Sign(t, w.say(text, func(s *authz.Statement) {
 			s.Expires = time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
-		}))}}, room.ReasonWordsMismatch, "ahead"},
+		}))}}, room.ReasonWordsMismatch, "more than 30m0s after the hub's clock"},
 	}
 	before := len(testhub.AsList(w.alice.Must(200, "GET", "/api/v1/rooms/dev/messages", nil).Body["messages"]))
 	for _, c := range cases {

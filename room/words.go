@@ -110,9 +110,9 @@ func (s *Service) checkWords(ctx context.Context, in wordsInput) (map[string]wir
 		if !retried(ctx) {
 			switch exp := st.ExpiresAt(); {
 			case !exp.After(now):
-				return nil, bad(ReasonWordsMismatch, "expired at %s; sign again", st.Expires)
+				return nil, bad(ReasonWordsMismatch, "expired at %s (the hub's clock says %s): send again, and check this device's clock if it keeps happening", st.Expires, now.UTC().Format(time.RFC3339))
 			case exp.After(now.Add(authz.MaxStatementAhead + time.Minute)):
-				return nil, bad(ReasonWordsMismatch, "expires more than %s ahead", authz.MaxStatementAhead)
+				return nil, bad(ReasonWordsMismatch, "expires at %s, more than %s after the hub's clock (%s): check this device's clock", st.Expires, authz.MaxStatementAhead, now.UTC().Format(time.RFC3339))
 			}
 		}
 		out[handle] = sg

@@ -24,9 +24,18 @@ func TestPendingSteersFromMemoryMatchTheDatabase(t *testing.T) {
 			Mentions: chat.ParseMentions("@u0/a and here"), Route: true, Thread: root}))
 		comparePending(t, b, int64(b.seq))
 	})
+	t.Run("OwnersSignedWords", func(t *testing.T) {
+		words := wire.Signed{Statement: `{"kind":"message"}`, Device: "d0123456789abcdef", Sig: "c2ln"}
+		b.apply(t, event(t, chat.EvMessagePosted, chat.MessagePosted{Room: "r", AuthorKind: chat.AuthorUser, Author: "u0", Text: "@u0/a mine",
+			Mentions: chat.ParseMentions("@u0/a mine"), Route: true, Words: map[string]wire.Signed{"u0/a": words}}))
+		o := comparePending(t, b, int64(b.seq))
+		if o.Words == nil || *o.Words != words {
+			t.Fatalf("the steer's words are %+v, want %+v", o.Words, words)
+		}
+	})
 }
 
-func comparePending(t *testing.T, b *benchStore, msg int64) {
+func comparePending(t *testing.T, b *benchStore, msg int64) Outbound {
 	t.Helper()
 	ctx := context.Background()
 	mem, err := b.s.PendingSteersOf(ctx, msg)
@@ -60,6 +69,7 @@ func comparePending(t *testing.T, b *benchStore, msg int64) {
 	if !reflect.DeepEqual(mem[0], db[0]) {
 		t.Fatalf("from memory\n%+v\nfrom the database\n%+v", mem[0], db[0])
 	}
+	return db[0]
 }
 
 // The router asks the database for held mentions only when the projector

@@ -179,7 +179,11 @@ export function approvalCard(a, { compact = false } = {}) {
       `@${a.owner}'s bridge refused a decision on this request that was not signed by one of @${a.owner}'s devices: ${a.unverified}`) : null,
     a.tainted ? h('p', { class: 'tainted-flag', role: 'note' },
       h('strong', null, 'Tainted turn. '),
-      steered.length ? `Steered by ${steered.map((s) => '@' + s).join(', ')} — not only the owner. ` : 'Not only the owner steered this turn. ',
+      steered.length && steered.every((s) => s === a.owner)
+        // Only the owner steered it, yet it is tainted: the bridge took
+        // their words as a teammate's (not signed by an enrolled device).
+        ? `@${a.owner}'s words in this turn were not signed by one of @${a.owner}'s enrolled devices, so the bridge counts them as a teammate's. `
+        : steered.length ? `Steered by ${steered.map((s) => '@' + s).join(', ')} — not only the owner. ` : 'Not only the owner steered this turn. ',
       'Check the call carefully.') : null,
     a.dataTainted ? h('p', { class: 'tainted-flag data-flag', role: 'note' },
       h('strong', null, 'Contains pasted text. '),

@@ -30,20 +30,26 @@ export function reasonText(reason) {
 // (or waiting for the owner's approval), queued, then the turn's outcome —
 // never a turn id.
 export function receiptText(r) {
+  return withTeammate(r, baseText(r));
+}
+
+function baseText(r) {
   const how = { started: 'started a turn', steered: 'steered the running turn', delivered: 'started a turn after waiting' };
   switch (r.status) {
     case 'pending': return r.forwardedBy ? `forwarded by @${r.forwardedBy} · on its way…` : 'on its way…';
     case 'held': return r.detail || `waiting for @${agentOwner(r.agent)}`;
     case 'started': case 'steered': case 'delivered': {
       const a = agentByHandle(r.agent);
+      let text = `working · ${how[r.status]}`;
       if (a && a.status === 'needs-approval' && (!a.turnId || a.turnId === r.turnId)) {
-        return r.status === 'steered' ? `steered the running turn · waiting for @${agentOwner(r.agent)}'s approval` : `waiting for @${agentOwner(r.agent)}'s approval`;
+        text = r.status === 'steered' ? `steered the running turn · waiting for @${agentOwner(r.agent)}'s approval` : `waiting for @${agentOwner(r.agent)}'s approval`;
       }
-      return `working · ${how[r.status]}${r.detail ? ` · ${r.detail}` : ''}`;
+      // The bridge's word on how it took them (a teammate's words: why).
+      return r.detail ? `${text} · ${r.detail}` : text;
     }
     case 'queued': {
       const q = r.expires ? `queued for after this turn · until ${fmtTime(r.expires)}` : 'queued for after this turn';
-      return asTeammate(r) ? `${q} · ${r.detail}` : q;
+      return r.teammate === r.detail && r.detail ? `${q} · ${r.detail}` : q;
     }
     case 'done': return r.forwardedBy ? `done · forwarded by @${r.forwardedBy}` : 'done';
     case 'interrupted': return r.detail || 'stopped';
@@ -55,10 +61,17 @@ export function receiptText(r) {
 }
 
 // asTeammate: the bridge took the words as a teammate's, not the owner's
-// (unsigned, or a signature that did not verify); its detail says why,
-// shown as the bridge wrote it.
+// (unsigned, or a signature that did not verify); its detail said why
+// (kept as teammate once the receipt moves on, store.js), shown as the
+// bridge wrote it.
 function asTeammate(r) {
-  return /^Treated as a teammate/.test(r.detail || '');
+  return !!r.teammate || /^Treated as a teammate/.test(r.detail || '');
+}
+
+// withTeammate adds the bridge's note to a receipt's text once its detail
+// says something else (the turn's outcome).
+function withTeammate(r, text) {
+  return r.teammate && r.teammate !== r.detail ? `${text} · ${r.teammate}` : text;
 }
 
 function receiptTitle(r) {

@@ -118,9 +118,16 @@ export function mergeReceipt(r) {
     if (rn === ro && old.at && r.at && new Date(r.at) < new Date(old.at)) return false;
     if (old.status === r.status && old.reason === r.reason && old.turnId === r.turnId && old.detail === r.detail) return false;
   }
-  m.set(key, r);
+  // How the bridge took the words (a teammate's, and why) stays with the
+  // receipt as it moves on to the turn's outcome.
+  const teammate = TEAMMATE.test(r.detail || '') ? r.detail : old && old.teammate;
+  m.set(key, teammate ? { ...r, teammate } : r);
   return true;
 }
+
+// The start of a receipt's detail when the bridge took words labelled as
+// the owner's as a teammate's (unsigned, or a signature that did not verify).
+const TEAMMATE = /^Treated as a teammate/;
 
 export function receiptsFor(messageId) {
   const m = state.receipts.get(messageId);

@@ -17,7 +17,7 @@ import { markRead, lastReadOf } from './unread.js';
 import { storeMessage } from './chatevents.js';
 import { initMentions } from './mentions.js';
 import { attacher } from './uploads.js';
-import { signWords } from './words.js';
+import { signWords, wordsHint } from './words.js';
 import { carryEdit } from './edit.js';
 import { addPage } from './messages.js';
 
@@ -26,7 +26,7 @@ let rootMsg = null;
 let els = new Map();
 let loading = false;
 let errorText = '';
-let panel, list, ta, form, err, toggle, toggleBox, sendBtn, mentions, files;
+let panel, list, ta, form, err, toggle, toggleBox, sendBtn, mentions, files, wordsBox;
 
 export function initThread() {
   ta = h('textarea', { id: 'thread-composer', rows: 1, placeholder: 'Reply in the thread', 'aria-label': 'Reply in the thread', autocomplete: 'off' });
@@ -34,13 +34,14 @@ export function initThread() {
   toggle = h('input', { id: 'thread-address', type: 'checkbox' });
   toggleBox = h('label', { class: 'thread-address', hidden: true }, toggle, h('span', { id: 'thread-address-text' }));
   err = h('p', { id: 'thread-error', class: 'form-error', role: 'alert', hidden: true });
+  wordsBox = h('div', { id: 'thread-words-hint', class: 'thread-words-hint', hidden: true });
   const mentionList = h('ul', { id: 'thread-mention-list', class: 'mention-list', role: 'listbox', 'aria-label': 'Mention suggestions', hidden: true });
   ta.setAttribute('role', 'combobox');
   ta.setAttribute('aria-autocomplete', 'list');
   ta.setAttribute('aria-expanded', 'false');
   ta.setAttribute('aria-controls', 'thread-mention-list');
   form = h('form', { id: 'thread-form', class: 'composer thread-composer' },
-    toggleBox, h('div', { class: 'composer-box' }, ta, mentionList, sendBtn), err);
+    toggleBox, wordsBox, h('div', { class: 'composer-box' }, ta, mentionList, sendBtn), err);
   list = h('div', { id: 'thread-messages', class: 'messages thread-messages', role: 'log', 'aria-label': 'Thread', tabindex: '0' });
   panel = h('aside', { id: 'thread-panel', class: 'thread-panel', 'aria-labelledby': 'thread-title', hidden: true },
     h('header', { class: 'thread-head' },
@@ -68,8 +69,10 @@ export function initThread() {
     ta.style.height = 'auto';
     ta.style.height = Math.min(ta.scrollHeight, 200) + 'px';
     if (!err.hidden) { err.hidden = true; }
+    renderWords();
   });
-  toggle.addEventListener('change', () => { toggle.dataset.touched = '1'; renderToggle(); });
+  toggle.addEventListener('change', () => { toggle.dataset.touched = '1'; renderToggle(); renderWords(); });
+  on('device', () => renderWords());
 
   on('open-thread', ({ room, root }) => openThread(room, root));
   on('act', ({ action, message }) => { if (action === 'reply') openThread(message.room, message.id, { focus: true }); });
@@ -99,6 +102,7 @@ export async function openThread(room, root, { focus = false, highlight = 0 } = 
     rootMsg = logFor(room).byId.get(root) || null;
     errorText = '';
     ta.value = '';
+    renderWords();
     toggle.checked = false;
     toggle.dataset.touched = '';
   }
@@ -156,6 +160,22 @@ async function load() {
       renderToggle();
     }
   }
+}
+
+// replyText is the text a reply sends: with the To-agent switch on, the
+// thread's agent is mentioned first unless the text mentions it.
+function replyText(text) {
+  const t = threadAgent();
+  if (t && toggle.checked && !agentMentions(text).includes(t.handle.toLowerCase())) return `@${t.handle} ${text}`;
+  return text;
+}
+
+// renderWords shows, when this browser cannot sign your words to your own
+// agent the reply addresses, that it goes as a teammate's (words.js).
+function renderWords() {
+  const w = open && ta.value.trim() ? wordsHint(open.room, replyText(ta.value)) : null;
+  wordsBox.replaceChildren(...(w ? [w] : []));
+  wordsBox.hidden = !w;
 }
 
 // threadAgent is the agent whose turn is the newest in the thread.
@@ -272,7 +292,7 @@ async function send() {
   const t = threadAgent();
   const turns = {};
   if (t && toggle.checked) {
-    if (!agentMentions(text).includes(t.handle.toLowerCase())) text = `@${t.handle} ${text}`;
+    text = replyText(text);
     const a = agentByHandle(t.handle);
     // The turn this thread runs: the hub steers only into it.
     if (t.status === 'running' || t.status === 'needs-approval') turns[t.handle] = t.turnId;
@@ -289,6 +309,7 @@ async function send() {
   }
   const keep = ta.value;
   ta.value = '';
+  renderWords();
   sendBtn.disabled = true;
   try {
     const d = await api.post(room, text, turns, { thread: root, files: ready, signed });

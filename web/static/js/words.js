@@ -36,11 +36,15 @@ function canSign(a, rec = thisDevice.rec) {
   return !!(signingAvailable() && rec && rec.id && a && a.bridge && (rec.bridges || []).includes(a.bridge));
 }
 
-// unsigned lists your own agents a message would address whose words this
-// browser cannot sign (not enrolled with their bridge).
+// unsigned lists your own agents a message would address, run by a bridge
+// now, whose words this browser cannot sign (not enrolled with that bridge).
+// One no bridge runs gets nothing (the hint for the mention says so).
 export function unsigned(room, text) {
   if (!state.me) return [];
-  return addressed(room, text).filter((hd) => isMine(hd) && !canSign(agentByHandle(hd)));
+  return addressed(room, text).filter((hd) => {
+    const a = agentByHandle(hd);
+    return isMine(hd) && a && a.bridge && !canSign(a);
+  });
 }
 
 /**
