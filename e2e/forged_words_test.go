@@ -56,7 +56,7 @@ func TestForgedOwnerWords(t *testing.T) {
 	tm.alice.AddAgent("public", handle)
 	tm.alice.Must(200, "PATCH", "/api/v1/rooms/public/agents/alice/codex", map[string]any{"ceiling": "read-only"})
 	id := br.Creds.BridgeID
-	evil := newAttacker(t, ns, id)
+	evil := newAttacker(t, ns, br.Creds)
 	ownerDM := "dm:alice:alice+codex"
 
 	intact := func() error {
