@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ func TestJournalFile(t *testing.T) {
 	dir := t.TempDir()
 	path := JournalPath(dir, "alice", "codex")
 	now := func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
-	j, err := openJournal(path, now)
+	key := JournalKey("SUAtest-seed")
+	j, err := openJournal(path, key, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +29,7 @@ func TestJournalFile(t *testing.T) {
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"n":3,"kind":"ste`)
 	f.Close()
-	j, _ = openJournal(path, now)
+	j, _ = openJournal(path, key, now)
 	j.add(JournalEntry{Kind: JournalDecision, ApprovalID: "a1", Status: "approve", By: "alice"})
 	j.close()
 
@@ -49,6 +51,18 @@ func TestJournalFile(t *testing.T) {
 		bad[1].Text = "$ rm -rf / → exit 0"
 		if VerifyJournal(bad) != 1 {
 			t.Fatal("an edited entry verifies")
+		}
+	})
+	t.Run("KeyedAndHead", func(t *testing.T) {
+		for _, e := range es {
+			if e.Key != JournalKeyID(key) || e.MAC != JournalMAC(key, e.Hash) {
+				t.Fatalf("entry %d is not bound to the key: %+v", e.N, e)
+			}
+		}
+		j, _ := openJournal(path, key, now)
+		defer j.close()
+		if h := j.head(); h == nil || h.N != 3 || h.Hash != es[2].Hash || h.MAC != es[2].MAC {
+			t.Fatalf("head %+v", h)
 		}
 	})
 	t.Run("DeletionIsCaught", func(t *testing.T) {
@@ -93,13 +107,15 @@ func TestCompareJournal(t *testing.T) {
 		})
 	}
 	hub := base()
+	key := JournalKey("SUAtest-seed")
 	journal := func() []JournalEntry {
 		j := &journal{now: time.Now}
 		var out []JournalEntry
 		add := func(e JournalEntry) {
 			j.n++
-			e.N, e.At, e.Prev = j.n, time.Date(2026, 1, 1, 0, 0, int(j.n), 0, time.UTC), j.last
+			e.N, e.At, e.Prev, e.Key = j.n, time.Date(2026, 1, 1, 0, 0, int(j.n), 0, time.UTC), j.last, JournalKeyID(key)
 			e.Hash = authz.ChainHash(e.Prev, e.body())
+			e.MAC = JournalMAC(key, e.Hash)
 			j.last = e.Hash
 			out = append(out, e)
 		}
@@ -141,13 +157,15 @@ func TestCompareJournal(t *testing.T) {
 			h := base()
 			h[3].Kind = "approval.approved"
 			return hubChain(h)
-		}, journal, true, []string{"recomputed: entry seq 14 says approval a1 was approved, but @alice's decision was deny", "recomputed: entry seq 16", "missing: steer s2"}},
+		}, journal, true, []string{"recomputed: entry seq 14 says approval a1 was approved, but @alice's decision was deny", "recomputed: entry seq 16", "missing: steer s2",
+			"added: entry seq 14, @alice's decision to approve a1"}},
 		{"HeadNamesEntryWithinEvent", base, func() []JournalEntry {
 			j := journal()
 			last := len(j) - 1
 			j[last].HubHead = &wire.ChainHead{Seq: 16, Idx: 1, Hash: hub[5].Hash} // the second entry of event 16, which the hub no longer has
 			for i := last; i < len(j); i++ {
 				j[i].Hash = authz.ChainHash(j[i].Prev, j[i].body())
+				j[i].MAC = JournalMAC(key, j[i].Hash)
 			}
 			return j
 		}, true, []string{"truncated: the timeline ends at seq 16, but the hub showed the bridge entry seq 16.1", "missing: steer s2"}},
@@ -157,9 +175,81 @@ func TestCompareJournal(t *testing.T) {
 			return j
 		}, true, []string{"journal: the bridge's own journal does not chain at entry 4"}},
 	}
+	withS2 := func() []HubEntry { return cases[0].hub() }
+	appended := func(es ...HubEntry) func() []HubEntry {
+		return func() []HubEntry { return hubChain(append(withS2(), es...)) }
+	}
+	anchor := func(e JournalEntry, mac string) HubEntry {
+		return HubEntry{Seq: 30, Kind: "journal.head", Detail: det("n", e.N, "hash", e.Hash, "mac", mac, "bridge", "b1")}
+	}
+	unkeyed := func(which ...int) func() []JournalEntry { // these entries were written without a key
+		return func() []JournalEntry {
+			j := journal()
+			for i := range j {
+				if slices.Contains(which, i) {
+					j[i].Key, j[i].MAC = "", ""
+				}
+				if i > 0 {
+					j[i].Prev = j[i-1].Hash
+				}
+				j[i].Hash = authz.ChainHash(j[i].Prev, j[i].body())
+				if j[i].Key != "" {
+					j[i].MAC = JournalMAC(key, j[i].Hash)
+				}
+			}
+			return j
+		}
+	}
+	cases = append(cases, []struct {
+		name  string
+		hub   func() []HubEntry
+		jr    func() []JournalEntry
+		chain bool
+		want  []string
+	}{
+		{"FakeOwnerSteerAppended", appended(HubEntry{Seq: 18, Kind: "steer", Actor: "alice", Detail: det("steerId", "s9", "room", "dm:alice", "messageId", 20, "status", "pending")}), journal, true,
+			[]string{"added: entry seq 18, a steer s9 from @alice in dm:alice (message 20)"}},
+		{"FakeApprovalAppended", appended(
+			HubEntry{Seq: 18, Kind: "approval.requested", TurnID: "u1", Detail: det("approvalId", "a9", "tool", "exec_command", "payloadHash", "h9")},
+			HubEntry{Seq: 19, Kind: "approval.approved", TurnID: "u1", Actor: "alice", Detail: det("approvalId", "a9", "payloadHash", "h9")}), journal, true,
+			[]string{"added: entry seq 18, approval request a9 (exec_command", "added: entry seq 19, @alice's decision to approve a9"}},
+		{"HubRefusedSteerIsNotTheBridges", appended(
+			HubEntry{Seq: 18, Kind: "steer", Actor: "carol", Detail: det("steerId", "s10", "room", "dev", "status", "rejected", "reason", "not-a-member")},
+			HubEntry{Seq: 19, Kind: "steer", Actor: "carol", Detail: det("steerId", "s11", "room", "dev", "status", "pending")},
+			HubEntry{Seq: 20, Kind: "receipt", Detail: det("steerId", "s11", "status", "expired", "reason", "expired")},
+			HubEntry{Seq: 21, Kind: "turn.ended", TurnID: "u7", Detail: det("status", "failed", "reason", "the agent's machine went offline")}), journal, true, nil},
+		{"ToolRewrittenAtTail", appended(HubEntry{Seq: 18, Kind: "turn.tool", TurnID: "u2", Detail: det("text", "$ rm -rf src → exit 0")}), journal, true,
+			[]string{"added: entry seq 18, a tool event of turn u2 ($ rm -rf src → exit 0)"}},
+		{"HeadsReached", func() []HubEntry { j := journal(); return appended(anchor(j[2], j[2].MAC), anchor(j[4], j[4].MAC))() }, journal, true, nil},
+		{"JournalCut", func() []HubEntry { j := journal(); return appended(anchor(j[4], j[4].MAC))() }, func() []JournalEntry { return journal()[:2] }, true,
+			[]string{"cut: the journal ends at entry 2, but the bridge reported entry 5 (hash"}},
+		{"JournalLastEntryDeleted", func() []HubEntry { j := journal(); return appended(anchor(j[4], j[4].MAC))() }, func() []JournalEntry { return journal()[:4] }, true,
+			[]string{"cut: the journal ends at entry 4, but the bridge reported entry 5"}},
+		{"JournalRewrittenWithoutKey", func() []HubEntry { j := journal(); return appended(anchor(j[4], j[4].MAC))() }, func() []JournalEntry {
+			j := journal()
+			j[3].Text = "$ ls → exit 0"
+			for i := 3; i < len(j); i++ { // the chain recomputed, but not the MACs: no key
+				j[i].Prev = j[i-1].Hash
+				j[i].Hash = authz.ChainHash(j[i].Prev, j[i].body())
+			}
+			return j
+		}, true, []string{"journal: entry 4 (tool at", "journal: entry 5 of the journal has hash"}},
+		{"JournalForgedAnchorNoted", func() []HubEntry { j := journal(); return appended(anchor(j[4], strings.Repeat("0", 64)))() }, journal, true,
+			[]string{"note: 1 journal heads in the timeline do not carry this bridge's MAC"}},
+		{"JournalUnkeyedPrefixNoted", withS2, unkeyed(0, 1), true, []string{"note: entries 1-2 were written before the journal was keyed"}},
+		{"JournalUnkeyedAfterKeyed", withS2, func() []JournalEntry {
+			return unkeyed(3)()
+		}, true, []string{"journal: entry 4 (tool) is not bound to the bridge's key"}},
+		{"JournalNoKeyNoted", withS2, journal, true, nil},
+	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := CompareJournal(c.hub(), c.jr(), c.chain)
+			key := key
+			if c.name == "JournalNoKeyNoted" {
+				key = nil
+				c.want = []string{"note: this machine has no bridge credentials"}
+			}
+			got := CompareJournal(c.hub(), c.jr(), c.chain, key)
 			var lines []string
 			for _, f := range got {
 				lines = append(lines, f.Kind+": "+f.Message)

@@ -2,11 +2,14 @@ package bridge
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // HubEntry is one entry of the hub's timeline of an agent, as
@@ -30,7 +33,10 @@ const (
 	FindingTruncated  = "truncated"  // the timeline ends before an entry the hub once showed the bridge
 	FindingDeleted    = "deleted"    // an entry the hub once showed the bridge is gone from the middle
 	FindingMissing    = "missing"    // something the bridge received or reported has no entry
-	FindingJournal    = "journal"    // the bridge's own journal does not chain
+	FindingJournal    = "journal"    // the bridge's own journal does not chain, or an entry's MAC is wrong
+	FindingAdded      = "added"      // the timeline has a steer, approval, decision or turn the bridge never journaled
+	FindingCut        = "cut"        // the journal ends before the head the bridge reported to the hub
+	FindingNote       = "note"       // not a problem: what could not be checked, and why
 )
 
 // Finding is one discrepancy between the hub's timeline and the journal.
@@ -41,21 +47,41 @@ type Finding struct {
 
 func (f Finding) String() string { return strings.ToUpper(f.Kind) + ": " + f.Message }
 
+// Problem says whether the finding fails the verification (a note does not).
+func (f Finding) Problem() bool { return f.Kind != FindingNote }
+
 // CompareJournal checks the hub's timeline of an agent against the bridge's
-// journal of it. chainIntact says whether the hub's own hash chain verified:
-// when it does, any entry that differs from the journal was rewritten with
-// the later hashes recomputed. It returns no findings when the timeline
-// holds everything the journal says the bridge saw and did, unchanged.
-func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool) []Finding {
+// journal of it, both ways. chainIntact says whether the hub's own hash
+// chain verified: when it does, any entry that differs from the journal was
+// rewritten with the later hashes recomputed. key is the bridge's journal
+// key (JournalKey; nil: the MACs cannot be checked here). It returns no
+// problems when the journal is whole (its chain and MACs verify, and it
+// reaches every head the bridge reported to the hub), the timeline holds
+// everything the journal says the bridge saw and did, unchanged, and the
+// timeline holds no steer, approval, decision, turn or tool event the
+// bridge never journaled.
+func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool, key []byte) []Finding {
 	var out []Finding
 	add := func(kind, format string, args ...any) { out = append(out, Finding{kind, fmt.Sprintf(format, args...)}) }
 	changed := FindingEdited
 	if chainIntact {
 		changed = FindingRecomputed
 	}
+	all := jr
+	whole := true
 	if bad := VerifyJournal(jr); bad >= 0 {
 		add(FindingJournal, "the bridge's own journal does not chain at entry %d: it was edited, so it proves nothing after that", bad+1)
-		jr = jr[:bad]
+		jr, whole = jr[:bad], false
+	}
+	keyed, keyFindings := checkJournalKey(jr, key)
+	out = append(out, keyFindings...)
+	if keyed < len(jr) {
+		jr, whole = jr[:keyed], false
+	}
+	anchors := checkAnchors(hub, all, key)
+	out = append(out, anchors...)
+	if slices.ContainsFunc(anchors, func(f Finding) bool { return f.Kind == FindingCut }) {
+		whole = false // what the cut end held is unknown: the timeline past the last match is not held against it
 	}
 	type pos struct {
 		seq uint64
@@ -169,7 +195,7 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool) []Findi
 			add(FindingMissing, "tool event of turn %s at %s has no entry (lost on the way, deleted or edited): %s", j.TurnID, when, firstLine(j.Text))
 		}
 	}
-	return out
+	return append(out, checkUnjournaled(hub, jr, whole)...)
 }
 
 func findAny(hub []HubEntry, key, val string, kinds ...string) (HubEntry, bool) {
@@ -207,4 +233,202 @@ func detailInt(d json.RawMessage, key string) int64 {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return oneLine(s)
+}
+
+// checkJournalKey checks each entry's MAC under key. Entries written before
+// journals were keyed, and those of an earlier pairing's key, are noted, not
+// failed — but only before the first entry of the current key: after it an
+// unkeyed or foreign entry was written by someone without the key. It
+// returns how many leading entries it vouches for.
+func checkJournalKey(jr []JournalEntry, key []byte) (int, []Finding) {
+	var out []Finding
+	if len(jr) == 0 {
+		return 0, nil
+	}
+	if key == nil {
+		return len(jr), []Finding{{FindingNote, "this machine has no bridge credentials (pass --credentials): the journal's MACs were not checked, only its chain"}}
+	}
+	id := JournalKeyID(key)
+	unkeyed, foreign, current := 0, 0, false
+	for i, e := range jr {
+		switch {
+		case e.Key == "" && e.MAC == "" && !current && foreign == 0:
+			unkeyed++
+		case e.Key == "" || (e.Key != id && current):
+			return i, append(out, Finding{FindingJournal, fmt.Sprintf("entry %d (%s) is not bound to the bridge's key although entries before it are: it was written by someone without the key, so the journal proves nothing from there", e.N, e.Kind)})
+		case e.Key != id:
+			foreign++
+		case !hmac.Equal([]byte(e.MAC), []byte(JournalMAC(key, e.Hash))):
+			return i, append(out, Finding{FindingJournal, fmt.Sprintf("entry %d (%s at %s) does not carry the bridge's MAC: it was written or changed by someone without the bridge's key, so the journal proves nothing from there", e.N, e.Kind, e.At.Format(time.RFC3339))})
+		default:
+			current = true
+		}
+	}
+	if unkeyed > 0 {
+		out = append(out, Finding{FindingNote, fmt.Sprintf("entries 1-%d were written before the journal was keyed: only their chain was checked", unkeyed)})
+	}
+	if foreign > 0 {
+		out = append(out, Finding{FindingNote, fmt.Sprintf("%d entries after them were written under another key (an earlier pairing of the bridge): their MACs were not checked", foreign)})
+	}
+	return len(jr), out
+}
+
+// checkAnchors holds the journal, as read, against the heads the bridge
+// reported to the hub ("journal.head" entries): a head the journal no
+// longer reaches means entries were cut from its end; one it reaches with
+// another hash means it was rewritten up to there.
+func checkAnchors(hub []HubEntry, jr []JournalEntry, key []byte) []Finding {
+	var out []Finding
+	byN := map[uint64]JournalEntry{}
+	var lastN uint64
+	for _, e := range jr {
+		if _, dup := byN[e.N]; !dup {
+			byN[e.N] = e
+		}
+		lastN = max(lastN, e.N)
+	}
+	var top *HubEntry
+	var topN uint64
+	foreign := 0
+	for i, h := range hub {
+		if h.Kind != "journal.head" {
+			continue
+		}
+		n, hash, mac := uint64(detailInt(h.Detail, "n")), detailString(h.Detail, "hash"), detailString(h.Detail, "mac")
+		if key != nil && !hmac.Equal([]byte(mac), []byte(JournalMAC(key, hash))) {
+			foreign++ // an earlier pairing's, or made up by the hub: it proves nothing about this journal
+			continue
+		}
+		e, ok := byN[n]
+		switch {
+		case ok && e.Hash != hash:
+			out = append(out, Finding{FindingJournal, fmt.Sprintf("entry %d of the journal has hash %s, but the bridge reported entry %d with hash %s to the hub (timeline seq %d, %s): the journal was rewritten up to there", n, short(e.Hash), n, short(hash), h.Seq, h.At.Format(time.RFC3339))})
+		case !ok && n <= lastN:
+			out = append(out, Finding{FindingCut, fmt.Sprintf("entry %d, which the bridge reported to the hub as its journal's head (timeline seq %d, %s), is gone from the journal", n, h.Seq, h.At.Format(time.RFC3339))})
+		case !ok && n > topN:
+			top, topN = &hub[i], n
+		}
+	}
+	if top != nil {
+		gone := fmt.Sprintf("entries %d-%d were", lastN+1, topN)
+		if topN == lastN+1 {
+			gone = fmt.Sprintf("entry %d was", topN)
+		}
+		out = append(out, Finding{FindingCut, fmt.Sprintf("the journal ends at entry %d, but the bridge reported entry %d (hash %s) to the hub as its head (timeline seq %d, %s): %s cut from the journal's end",
+			lastN, topN, short(detailString(top.Detail, "hash")), top.Seq, top.At.Format(time.RFC3339), gone)})
+	}
+	if foreign > 0 {
+		out = append(out, Finding{FindingNote, fmt.Sprintf("%d journal heads in the timeline do not carry this bridge's MAC (an earlier pairing, or not the bridge's): they were not used", foreign)})
+	}
+	return out
+}
+
+// checkUnjournaled is the other direction: every steer, approval request,
+// owner decision, turn start or end and tool event in the timeline, in the
+// period the journal covers, must have its entry in the journal — else the
+// hub recorded something the bridge never received or did. The period
+// starts at the first timeline entry the journal matches (or the journal's
+// first entry's time); it runs to the timeline's end when the journal is
+// whole, else to the last entry it matches. What the hub ended or refused
+// on its own (a steer it refused or expired before it reached the bridge, a
+// turn it failed when the bridge went away) is not the bridge's to journal.
+func checkUnjournaled(hub []HubEntry, jr []JournalEntry, whole bool) []Finding {
+	if len(jr) == 0 {
+		return nil
+	}
+	steers, approvals, decisions, started, ended := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	tools := map[string]int{}
+	for _, j := range jr {
+		switch j.Kind {
+		case JournalSteer:
+			steers[j.SteerID] = true
+		case JournalApproval:
+			approvals[j.ApprovalID] = true
+		case JournalDecision:
+			decisions[j.ApprovalID+" "+j.Status] = true
+		case JournalTurn:
+			if j.Status == "started" {
+				started[j.TurnID] = true
+			} else {
+				ended[j.TurnID] = true
+			}
+		case JournalTool:
+			tools[j.TurnID+"\n"+j.Text]++
+		case JournalHub:
+			switch j.Status {
+			case "steer expired":
+				steers[j.SteerID] = true
+			case "turn ended":
+				ended[j.TurnID] = true
+			}
+		}
+	}
+	hubOnly := map[string]bool{} // steers the hub ended before they reached the bridge
+	for _, e := range hub {
+		if e.Kind != "receipt" {
+			continue
+		}
+		st, why := detailString(e.Detail, "status"), detailString(e.Detail, "reason")
+		if st == "expired" || (st == "rejected" && (why == "agent-offline" || why == "timeout" || why == "unknown-agent")) {
+			hubOnly[detailString(e.Detail, "steerId")] = true
+		}
+	}
+	type check struct {
+		want bool   // of a kind the bridge journals
+		have bool   // the journal has it
+		what string // how to name it
+	}
+	judge := func(e HubEntry) check {
+		d := e.Detail
+		switch e.Kind {
+		case "steer":
+			id, st := detailString(d, "steerId"), detailString(d, "status")
+			if st == "rejected" || st == "expired" || (hubOnly[id] && !steers[id]) {
+				return check{}
+			}
+			return check{true, steers[id], fmt.Sprintf("a steer %s from @%s in %s (message %d)", id, e.Actor, detailString(d, "room"), detailInt(d, "messageId"))}
+		case "approval.requested":
+			id := detailString(d, "approvalId")
+			return check{true, approvals[id], fmt.Sprintf("approval request %s (%s, hash %s)", id, detailString(d, "tool"), short(detailString(d, "payloadHash")))}
+		case "approval.approved", "approval.denied":
+			id, verb := detailString(d, "approvalId"), map[string]string{"approval.approved": "approve", "approval.denied": "deny"}[e.Kind]
+			return check{true, decisions[id+" "+verb], fmt.Sprintf("@%s's decision to %s %s", e.Actor, verb, id)}
+		case "turn.started":
+			return check{true, started[e.TurnID], "the start of turn " + e.TurnID}
+		case "turn.ended":
+			if e.Actor == "" && detailString(d, "reason") != "" && detailString(d, "status") == "failed" {
+				return check{} // the hub failed it when the bridge went away
+			}
+			return check{true, ended[e.TurnID], "the end of turn " + e.TurnID}
+		case "turn.tool":
+			k := e.TurnID + "\n" + detailString(d, "text")
+			if tools[k] > 0 {
+				tools[k]--
+				return check{true, true, ""}
+			}
+			return check{true, false, fmt.Sprintf("a tool event of turn %s (%s)", e.TurnID, firstLine(detailString(d, "text")))}
+		}
+		return check{}
+	}
+	checks := make([]check, len(hub))
+	first, last := -1, -1
+	for i, e := range hub {
+		checks[i] = judge(e)
+		if checks[i].want && checks[i].have {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	since := jr[0].At.Add(wire.ClockSkew)
+	var out []Finding
+	for i, e := range hub {
+		c := checks[i]
+		if !c.want || c.have || (!whole && i > last) || (i < first || first < 0) && !e.At.After(since) {
+			continue
+		}
+		out = append(out, Finding{FindingAdded, fmt.Sprintf("entry seq %d, %s at %s, has no entry in the bridge's journal: the bridge never received or did it, so the hub added it", e.Seq, c.what, e.At.Format(time.RFC3339))})
+	}
+	return out
 }

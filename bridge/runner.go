@@ -141,7 +141,7 @@ func (r *runner) info() wire.AgentInfo {
 	}
 	info := wire.AgentInfo{Name: r.cfg.Name, Harness: r.kind(), CanSteer: r.h != nil && r.h.CanSteer(), Status: st,
 		TurnID: r.turnID, TurnRoom: r.turnRoom, SteeredBy: slices.Clone(r.steeredBy), Policy: r.policy, Pending: r.gate.pendingIDs(),
-		Rooms: r.b.trust.grants(r.cfg.Name)}
+		Rooms: r.b.trust.grants(r.cfg.Name), Journal: r.jr.head()}
 	for _, q := range r.queue {
 		info.Queued = append(info.Queued, q.st.ID)
 	}
@@ -506,6 +506,7 @@ func (r *runner) interrupt(by string) error {
 // (voided) and queued steers (expired). It is idempotent: it names what to
 // end, so a second resync, or one about a turn that is over, does nothing.
 func (r *runner) resync(c wire.Control) {
+	r.journalResync(c)
 	r.mu.Lock()
 	var drop []queuedSteer
 	keep := r.queue[:0]
