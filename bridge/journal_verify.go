@@ -183,8 +183,15 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool, key []b
 			if strings.HasPrefix(j.Status, "ended") {
 				kind = "turn.ended"
 			}
-			if !slices.ContainsFunc(hub, func(e HubEntry) bool { return e.Kind == kind && e.TurnID == j.TurnID }) {
+			i := slices.IndexFunc(hub, func(e HubEntry) bool { return e.Kind == kind && e.TurnID == j.TurnID })
+			if i < 0 {
 				add(FindingMissing, "turn %s %s at %s has no %s entry (lost on the way, deleted or edited)", j.TurnID, j.Status, when, kind)
+				continue
+			}
+			if e := hub[i]; kind == "turn.ended" {
+				if st, want := detailString(e.Detail, "status"), endStatus(strings.TrimPrefix(j.Status, "ended ")); st != want {
+					add(changed, "entry seq %d says turn %s ended %s, but the bridge ended it %s", e.Seq, j.TurnID, st, want)
+				}
 			}
 		case JournalTool:
 			k := j.TurnID + "\n" + j.Text

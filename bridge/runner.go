@@ -589,6 +589,7 @@ func (r *runner) onEvent(ev Event) {
 		r.status, r.failure = wire.AgentFailed, ev.Text
 		r.mu.Unlock()
 		if turn != "" {
+			r.journalTurn(turn, "ended failed")
 			r.clearTurn(turn, "failed")
 			r.mu.Lock()
 			r.status = wire.AgentFailed
