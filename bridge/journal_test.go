@@ -217,7 +217,12 @@ func TestCompareJournal(t *testing.T) {
 			HubEntry{Seq: 18, Kind: "steer", Actor: "carol", Detail: det("steerId", "s10", "room", "dev", "status", "rejected", "reason", "not-a-member")},
 			HubEntry{Seq: 19, Kind: "steer", Actor: "carol", Detail: det("steerId", "s11", "room", "dev", "status", "pending")},
 			HubEntry{Seq: 20, Kind: "receipt", Detail: det("steerId", "s11", "status", "expired", "reason", "expired")},
-			HubEntry{Seq: 21, Kind: "turn.ended", TurnID: "u7", Detail: det("status", "failed", "reason", "the agent's machine went offline")}), journal, true, nil},
+			HubEntry{Seq: 21, Kind: "turn.ended", TurnID: "u7", Detail: det("status", "failed", "reason", "the agent's machine went offline")},
+			HubEntry{Seq: 22, Kind: "steer", Actor: "carol", Detail: det("steerId", "s12", "room", "dev", "status", "held", "reason", "moderated")}), journal, true, nil},
+		{"HeldSteerDeliveredIsTheBridges", appended(
+			HubEntry{Seq: 18, Kind: "steer", Actor: "carol", Detail: det("steerId", "s12", "room", "dev", "status", "held", "reason", "moderated")},
+			HubEntry{Seq: 19, Kind: "receipt", Detail: det("steerId", "s12", "status", "started")}), journal, true,
+			[]string{"added: entry seq 18, a steer s12 from @carol in dev"}},
 		{"ToolRewrittenAtTail", appended(HubEntry{Seq: 18, Kind: "turn.tool", TurnID: "u2", Detail: det("text", "$ rm -rf src → exit 0")}), journal, true,
 			[]string{"added: entry seq 18, a tool event of turn u2 ($ rm -rf src → exit 0)"}},
 		{"HeadsReached", func() []HubEntry { j := journal(); return appended(anchor(j[2], j[2].MAC), anchor(j[4], j[4].MAC))() }, journal, true, nil},

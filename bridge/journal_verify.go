@@ -370,14 +370,19 @@ func checkUnjournaled(hub []HubEntry, jr []JournalEntry, whole bool) []Finding {
 			}
 		}
 	}
-	hubOnly := map[string]bool{} // steers the hub ended before they reached the bridge
+	// Steers the hub ended before they reached the bridge, and those its
+	// receipts say reached it.
+	hubOnly, reached := map[string]bool{}, map[string]bool{}
 	for _, e := range hub {
 		if e.Kind != "receipt" {
 			continue
 		}
-		st, why := detailString(e.Detail, "status"), detailString(e.Detail, "reason")
-		if st == "expired" || (st == "rejected" && (why == "agent-offline" || why == "timeout" || why == "unknown-agent")) {
-			hubOnly[detailString(e.Detail, "steerId")] = true
+		id, st, why := detailString(e.Detail, "steerId"), detailString(e.Detail, "status"), detailString(e.Detail, "reason")
+		switch {
+		case st == wire.StatusExpired || (st == wire.StatusRejected && (why == wire.ReasonAgentOffline || why == wire.ReasonTimeout || why == wire.ReasonUnknownAgent)):
+			hubOnly[id] = true
+		case st != wire.StatusRejected && st != wire.StatusHeld && st != "pending":
+			reached[id] = true
 		}
 	}
 	type check struct {
@@ -390,7 +395,8 @@ func checkUnjournaled(hub []HubEntry, jr []JournalEntry, whole bool) []Finding {
 		switch e.Kind {
 		case "steer":
 			id, st := detailString(d, "steerId"), detailString(d, "status")
-			if st == "rejected" || st == "expired" || (hubOnly[id] && !steers[id]) {
+			// refused or expired by the hub, or held for the owner's moderation, and never delivered
+			if !reached[id] && (st == wire.StatusRejected || st == wire.StatusExpired || st == wire.StatusHeld || hubOnly[id]) {
 				return check{}
 			}
 			return check{true, steers[id], fmt.Sprintf("a steer %s from @%s in %s (message %d)", id, e.Actor, detailString(d, "room"), detailInt(d, "messageId"))}
