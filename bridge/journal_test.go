@@ -108,6 +108,7 @@ func TestCompareJournal(t *testing.T) {
 	}
 	hub := base()
 	key := JournalKey("SUAtest-seed")
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
 	journal := func() []JournalEntry {
 		j := &journal{now: time.Now}
 		var out []JournalEntry
@@ -246,6 +247,14 @@ func TestCompareJournal(t *testing.T) {
 			return unkeyed(3)()
 		}, true, []string{"journal: entry 4 (tool) is not bound to the bridge's key"}},
 		{"JournalNoKeyNoted", withS2, journal, true, nil},
+		{"DecisionInFlightNoted", appended(
+			HubEntry{Seq: 18, Kind: "approval.requested", TurnID: "u1", At: now.Add(-JournalInFlight / 2), Detail: det("approvalId", "a9", "tool", "exec_command", "payloadHash", "h9")},
+			HubEntry{Seq: 19, Kind: "approval.approved", TurnID: "u1", Actor: "alice", At: now.Add(-JournalInFlight / 2), Detail: det("approvalId", "a9", "payloadHash", "h9")}), journal, true,
+			[]string{"note: entry seq 18, approval request a9", "note: entry seq 19, @alice's decision to approve a9 at 2026-01-01T00:59:52Z, is not in the bridge's journal yet"}},
+		{"ReachedSteerIsNotInFlight", appended(
+			HubEntry{Seq: 18, Kind: "steer", Actor: "alice", At: now, Detail: det("steerId", "s9", "room", "dev", "status", "pending")},
+			HubEntry{Seq: 19, Kind: "receipt", At: now, Detail: det("steerId", "s9", "status", "started")}), journal, true,
+			[]string{"added: entry seq 18, a steer s9"}},
 	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -254,7 +263,7 @@ func TestCompareJournal(t *testing.T) {
 				key = nil
 				c.want = []string{"note: this machine has no bridge credentials"}
 			}
-			got := CompareJournal(c.hub(), c.jr(), c.chain, key)
+			got := CompareJournal(c.hub(), c.jr(), c.chain, key, now)
 			var lines []string
 			for _, f := range got {
 				lines = append(lines, f.Kind+": "+f.Message)

@@ -54,13 +54,16 @@ func (f Finding) Problem() bool { return f.Kind != FindingNote }
 // journal of it, both ways. chainIntact says whether the hub's own hash
 // chain verified: when it does, any entry that differs from the journal was
 // rewritten with the later hashes recomputed. key is the bridge's journal
-// key (JournalKey; nil: the MACs cannot be checked here). It returns no
+// key (JournalKey; nil: the MACs cannot be checked here). now is when the
+// timeline was read: a steer or approval the journal lacks that is younger
+// than JournalInFlight is noted as possibly on its way to the bridge, not
+// failed (zero: no grace). It returns no
 // problems when the journal is whole (its chain and MACs verify, and it
 // reaches every head the bridge reported to the hub), the timeline holds
 // everything the journal says the bridge saw and did, unchanged, and the
 // timeline holds no steer, approval, decision, turn or tool event the
 // bridge never journaled.
-func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool, key []byte) []Finding {
+func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool, key []byte, now time.Time) []Finding {
 	var out []Finding
 	add := func(kind, format string, args ...any) { out = append(out, Finding{kind, fmt.Sprintf(format, args...)}) }
 	changed := FindingEdited
@@ -202,7 +205,7 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool, key []b
 			add(FindingMissing, "tool event of turn %s at %s has no entry (lost on the way, deleted or edited): %s", j.TurnID, when, firstLine(j.Text))
 		}
 	}
-	return append(out, checkUnjournaled(hub, jr, whole)...)
+	return append(out, checkUnjournaled(hub, jr, whole, now)...)
 }
 
 func findAny(hub []HubEntry, key, val string, kinds ...string) (HubEntry, bool) {
@@ -241,6 +244,11 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return oneLine(s)
 }
+
+// JournalInFlight is how long a steer, approval request or decision the
+// hub recorded may take to reach the bridge's journal before inspect
+// --verify counts its absence as an entry the hub added.
+const JournalInFlight = 15 * time.Second
 
 // checkJournalKey checks each entry's MAC under key. Entries written before
 // journals were keyed, and those of an earlier pairing's key, are noted, not
@@ -339,7 +347,7 @@ func checkAnchors(hub []HubEntry, jr []JournalEntry, key []byte) []Finding {
 // whole, else to the last entry it matches. What the hub ended or refused
 // on its own (a steer it refused or expired before it reached the bridge, a
 // turn it failed when the bridge went away) is not the bridge's to journal.
-func checkUnjournaled(hub []HubEntry, jr []JournalEntry, whole bool) []Finding {
+func checkUnjournaled(hub []HubEntry, jr []JournalEntry, whole bool, now time.Time) []Finding {
 	if len(jr) == 0 {
 		return nil
 	}
@@ -386,9 +394,10 @@ func checkUnjournaled(hub []HubEntry, jr []JournalEntry, whole bool) []Finding {
 		}
 	}
 	type check struct {
-		want bool   // of a kind the bridge journals
-		have bool   // the journal has it
-		what string // how to name it
+		want   bool   // of a kind the bridge journals
+		have   bool   // the journal has it
+		what   string // how to name it
+		flight bool   // the hub records it before the bridge has it: it may be on its way
 	}
 	judge := func(e HubEntry) check {
 		d := e.Detail
@@ -399,27 +408,27 @@ func checkUnjournaled(hub []HubEntry, jr []JournalEntry, whole bool) []Finding {
 			if !reached[id] && (st == wire.StatusRejected || st == wire.StatusExpired || st == wire.StatusHeld || hubOnly[id]) {
 				return check{}
 			}
-			return check{true, steers[id], fmt.Sprintf("a steer %s from @%s in %s (message %d)", id, e.Actor, detailString(d, "room"), detailInt(d, "messageId"))}
+			return check{true, steers[id], fmt.Sprintf("a steer %s from @%s in %s (message %d)", id, e.Actor, detailString(d, "room"), detailInt(d, "messageId")), !reached[id]}
 		case "approval.requested":
 			id := detailString(d, "approvalId")
-			return check{true, approvals[id], fmt.Sprintf("approval request %s (%s, hash %s)", id, detailString(d, "tool"), short(detailString(d, "payloadHash")))}
+			return check{true, approvals[id], fmt.Sprintf("approval request %s (%s, hash %s)", id, detailString(d, "tool"), short(detailString(d, "payloadHash"))), true}
 		case "approval.approved", "approval.denied":
 			id, verb := detailString(d, "approvalId"), map[string]string{"approval.approved": "approve", "approval.denied": "deny"}[e.Kind]
-			return check{true, decisions[id+" "+verb], fmt.Sprintf("@%s's decision to %s %s", e.Actor, verb, id)}
+			return check{true, decisions[id+" "+verb], fmt.Sprintf("@%s's decision to %s %s", e.Actor, verb, id), true}
 		case "turn.started":
-			return check{true, started[e.TurnID], "the start of turn " + e.TurnID}
+			return check{true, started[e.TurnID], "the start of turn " + e.TurnID, false}
 		case "turn.ended":
 			if e.Actor == "" && detailString(d, "reason") != "" && detailString(d, "status") == "failed" {
 				return check{} // the hub failed it when the bridge went away
 			}
-			return check{true, ended[e.TurnID], "the end of turn " + e.TurnID}
+			return check{true, ended[e.TurnID], "the end of turn " + e.TurnID, false}
 		case "turn.tool":
 			k := e.TurnID + "\n" + detailString(d, "text")
 			if tools[k] > 0 {
 				tools[k]--
-				return check{true, true, ""}
+				return check{true, true, "", false}
 			}
-			return check{true, false, fmt.Sprintf("a tool event of turn %s (%s)", e.TurnID, firstLine(detailString(d, "text")))}
+			return check{true, false, fmt.Sprintf("a tool event of turn %s (%s)", e.TurnID, firstLine(detailString(d, "text"))), false}
 		}
 		return check{}
 	}
@@ -439,6 +448,10 @@ func checkUnjournaled(hub []HubEntry, jr []JournalEntry, whole bool) []Finding {
 	for i, e := range hub {
 		c := checks[i]
 		if !c.want || c.have || (!whole && i > last) || (i < first || first < 0) && !e.At.After(since) {
+			continue
+		}
+		if c.flight && !now.IsZero() && e.At.After(now.Add(-JournalInFlight)) {
+			out = append(out, Finding{FindingNote, fmt.Sprintf("entry seq %d, %s at %s, is not in the bridge's journal yet: it may be on its way to the bridge; run --verify again (once it is %s old, it counts as added by the hub)", e.Seq, c.what, e.At.Format(time.RFC3339), JournalInFlight)})
 			continue
 		}
 		out = append(out, Finding{FindingAdded, fmt.Sprintf("entry seq %d, %s at %s, has no entry in the bridge's journal: the bridge never received or did it, so the hub added it", e.Seq, c.what, e.At.Format(time.RFC3339))})

@@ -162,7 +162,7 @@ func verifyTimeline(stdout io.Writer, owner, name string, entries []chat.Timelin
 			hub[i] = bridge.HubEntry{Seq: e.Seq, Idx: e.Idx, Kind: e.Kind, TurnID: e.TurnID, Actor: e.Actor, Detail: e.Detail, At: e.At, Prev: e.Prev, Hash: e.Hash}
 		}
 		found := 0
-		for _, f := range bridge.CompareJournal(hub, jr, bad < 0, key) {
+		for _, f := range bridge.CompareJournal(hub, jr, bad < 0, key, time.Now()) {
 			fmt.Fprintln(stdout, sanitizeLine(f.String()))
 			if f.Problem() {
 				found++

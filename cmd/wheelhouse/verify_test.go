@@ -182,10 +182,13 @@ func TestInspectVerifyJournal(t *testing.T) {
 	if err := db.QueryRow(`SELECT agent_id, MAX(seq) FROM timeline`).Scan(&agentID, &top); err != nil {
 		t.Fatal(err)
 	}
+	// A forged entry is dated a minute back, among the real ones, as a
+	// forger would date it: past bridge.JournalInFlight, the grace a steer
+	// or decision on its way to the bridge gets.
 	appendEntry := func(t *testing.T, seq int64, kind, turn, actor string, detail map[string]any, room string) {
 		b, _ := json.Marshal(detail)
 		exec(t, `INSERT INTO timeline (seq, idx, agent_id, kind, turn_id, actor, body, at, prev_hash, hash, room) VALUES (?, 0, ?, ?, ?, ?, ?, ?, '', '', ?)`,
-			seq, agentID, kind, turn, actor, string(b), time.Now().UTC().Format(time.RFC3339Nano), room)
+			seq, agentID, kind, turn, actor, string(b), time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano), room)
 	}
 	hubCase("RecomputedChainReported", func(t *testing.T) {
 		exec(t, `INSERT INTO timeline SELECT * FROM timeline_real`)
