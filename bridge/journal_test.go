@@ -247,6 +247,26 @@ func TestCompareJournal(t *testing.T) {
 			return unkeyed(3)()
 		}, true, []string{"journal: entry 4 (tool) is not bound to the bridge's key"}},
 		{"JournalNoKeyNoted", withS2, journal, true, nil},
+		{"ReceiptRewrittenAfterLastHead", func() []HubEntry {
+			return appended(HubEntry{Seq: 18, Kind: "receipt", Detail: det("steerId", "s2", "status", "queued")},
+				HubEntry{Seq: 19, Kind: "receipt", Detail: det("steerId", "s2", "status", "delivered")})()
+		}, func() []JournalEntry {
+			j := journal()
+			j[4].Status = "started"
+			j[4].Hash = authz.ChainHash(j[4].Prev, j[4].body())
+			j[4].MAC = JournalMAC(key, j[4].Hash)
+			return j
+		}, true, []string{"recomputed: entry seq 18, the receipt of steer s2, says queued, but the bridge answered started"}},
+		{"ReceiptsThatFollowAgree", func() []HubEntry {
+			return appended(HubEntry{Seq: 18, Kind: "receipt", Detail: det("steerId", "s2", "status", "started")},
+				HubEntry{Seq: 19, Kind: "receipt", Detail: det("steerId", "s2", "status", "done")})()
+		}, func() []JournalEntry {
+			j := journal()
+			j[4].Status = "started"
+			j[4].Hash = authz.ChainHash(j[4].Prev, j[4].body())
+			j[4].MAC = JournalMAC(key, j[4].Hash)
+			return j
+		}, true, nil},
 		{"DecisionInFlightNoted", appended(
 			HubEntry{Seq: 18, Kind: "approval.requested", TurnID: "u1", At: now.Add(-JournalInFlight / 2), Detail: det("approvalId", "a9", "tool", "exec_command", "payloadHash", "h9")},
 			HubEntry{Seq: 19, Kind: "approval.approved", TurnID: "u1", Actor: "alice", At: now.Add(-JournalInFlight / 2), Detail: det("approvalId", "a9", "payloadHash", "h9")}), journal, true,

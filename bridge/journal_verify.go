@@ -155,6 +155,9 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool, key []b
 			if len(diffs) > 0 {
 				add(changed, "entry seq %d, steer %s, says %s", e.Seq, j.SteerID, strings.Join(diffs, ", "))
 			}
+			if r, ok := receiptAgainst(hub, j); ok {
+				add(changed, "entry seq %d, the receipt of steer %s, says %s, but the bridge answered %s", r.Seq, j.SteerID, detailString(r.Detail, "status"), j.Status)
+			}
 		case JournalApproval:
 			e, ok := find("approval.requested", "approvalId", j.ApprovalID)
 			if !ok {
@@ -206,6 +209,28 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool, key []b
 		}
 	}
 	return append(out, checkUnjournaled(hub, jr, whole, now)...)
+}
+
+// receiptAgainst finds a receipt of the journaled steer that contradicts the
+// bridge's own answer to it: another first answer (started, steered,
+// queued), or one that says it was delivered when the bridge rejected it.
+func receiptAgainst(hub []HubEntry, j JournalEntry) (HubEntry, bool) {
+	first := func(st string) bool {
+		return st == wire.StatusStarted || st == wire.StatusSteered || st == wire.StatusQueued
+	}
+	for _, e := range hub {
+		if e.Kind != "receipt" || detailString(e.Detail, "steerId") != j.SteerID {
+			continue
+		}
+		st := detailString(e.Detail, "status")
+		switch {
+		case first(j.Status) && first(st) && st != j.Status:
+			return e, true
+		case j.Status == wire.StatusRejected && (first(st) || st == wire.StatusDelivered || st == wire.StatusDone):
+			return e, true
+		}
+	}
+	return HubEntry{}, false
 }
 
 func findAny(hub []HubEntry, key, val string, kinds ...string) (HubEntry, bool) {

@@ -213,6 +213,10 @@ func TestInspectVerifyJournal(t *testing.T) {
 		exec(t, `INSERT INTO timeline SELECT * FROM timeline_real`)
 		exec(t, `UPDATE timeline SET body = json_set(body, '$.status', 'interrupted', '$.by', 'bob'), actor = 'bob' WHERE kind = 'turn.ended'`)
 	}, "RECOMPUTED: entry seq ", "says turn "+last.TurnID+" ended interrupted, but the bridge ended it completed")
+	hubCase("RewrittenReceiptReported", func(t *testing.T) {
+		exec(t, `INSERT INTO timeline SELECT * FROM timeline_real`)
+		exec(t, `UPDATE timeline SET body = json_set(body, '$.status', 'queued') WHERE kind = 'receipt' AND json_extract(body, '$.status') = 'started'`)
+	}, "RECOMPUTED: entry seq ", "the receipt of steer ", "says queued, but the bridge answered started")
 	hubCase("DeletedLastEntryReported", func(t *testing.T) {
 		exec(t, `INSERT INTO timeline SELECT * FROM timeline_real WHERE seq < (SELECT MAX(seq) FROM timeline_real WHERE kind = 'turn.ended')`)
 	}, "MISSING: turn ", "has no turn.ended entry")
