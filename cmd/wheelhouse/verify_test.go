@@ -76,12 +76,6 @@ func TestInspectVerifyJournal(t *testing.T) {
 		return false
 	})
 	last := jr[len(jr)-1]
-	for _, e := range timeline() {
-		t.Logf("timeline: seq %v %v %v %v", e["seq"], e["kind"], e["actor"], e["detail"])
-	}
-	for _, e := range jr {
-		t.Logf("journal: %d %s %s %s %s", e.N, e.Kind, e.Status, e.SteerID+e.ApprovalID+e.TurnID, e.Text)
-	}
 
 	t.Run("Intact", func(t *testing.T) {
 		out, code := verify()
