@@ -306,11 +306,16 @@ func (r *runner) journalTool(turn, text string) {
 	r.journalAdd(JournalEntry{Kind: JournalTool, TurnID: turn, Text: text})
 }
 
-// journalRefused records an approval request the hub answered with a
-// refusal: the timeline should hold no request for it.
-func (r *runner) journalRefused(req wire.ApprovalRequest, why string) {
-	r.journalAdd(JournalEntry{Kind: JournalHub, Status: "approval refused", ApprovalID: req.ID, Tool: req.Tool, PayloadHash: req.PayloadHash,
-		TurnID: req.TurnID, Text: why})
+// journalRefused records an approval request the hub refused (why) or did
+// not answer (err): the bridge asked for it, so a timeline entry of it is
+// not the hub's invention.
+func (r *runner) journalRefused(req wire.ApprovalRequest, err error, why string) {
+	status := "approval refused"
+	if err != nil {
+		status, why = "approval unanswered", err.Error()
+	}
+	r.journalAdd(JournalEntry{Kind: JournalHub, Status: status, ApprovalID: req.ID, Tool: req.Tool, PayloadHash: req.PayloadHash,
+		TurnID: req.TurnID, Text: oneLine(why)})
 }
 
 // journalResync records what the hub said it ended while the bridge was

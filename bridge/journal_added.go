@@ -52,6 +52,8 @@ func checkUnjournaled(hub []HubEntry, jr []JournalEntry, whole bool, now time.Ti
 				steers[j.SteerID] = true
 			case "turn ended":
 				ended[j.TurnID] = true
+			case "approval refused", "approval unanswered": // the bridge asked for it
+				approvals[j.ApprovalID] = true
 			}
 		}
 	}

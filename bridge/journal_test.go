@@ -177,6 +177,17 @@ func TestCompareJournal(t *testing.T) {
 		}, true, []string{"journal: the bridge's own journal does not chain at entry 4"}},
 	}
 	withS2 := func() []HubEntry { return cases[0].hub() }
+	journalWith := func(extra ...JournalEntry) []JournalEntry {
+		j := journal()
+		for _, e := range extra {
+			last := j[len(j)-1]
+			e.N, e.At, e.Prev, e.Key = last.N+1, last.At.Add(time.Second), last.Hash, JournalKeyID(key)
+			e.Hash = authz.ChainHash(e.Prev, e.body())
+			e.MAC = JournalMAC(key, e.Hash)
+			j = append(j, e)
+		}
+		return j
+	}
 	appended := func(es ...HubEntry) func() []HubEntry {
 		return func() []HubEntry { return hubChain(append(withS2(), es...)) }
 	}
@@ -247,6 +258,24 @@ func TestCompareJournal(t *testing.T) {
 			return unkeyed(3)()
 		}, true, []string{"journal: entry 4 (tool) is not bound to the bridge's key"}},
 		{"JournalNoKeyNoted", withS2, journal, true, nil},
+		{"HubEndingsHeardAndRecorded", func() []HubEntry {
+			return appended(HubEntry{Seq: 18, Kind: "steer", Actor: "bob", Detail: det("steerId", "s3", "room", "dev", "status", "pending")},
+				HubEntry{Seq: 19, Kind: "receipt", Detail: det("steerId", "s3", "status", "queued")},
+				HubEntry{Seq: 20, Kind: "approval.requested", TurnID: "u1", Detail: det("approvalId", "a5", "tool", "exec_command", "payloadHash", "h5")},
+				HubEntry{Seq: 21, Kind: "turn.ended", TurnID: "u1", Detail: det("status", "failed", "reason", "the agent's machine went offline")},
+				HubEntry{Seq: 21, Idx: 1, Kind: "approval.voided", TurnID: "u1", Detail: det("approvalId", "a5")},
+				HubEntry{Seq: 21, Idx: 2, Kind: "receipt", Detail: det("steerId", "s3", "status", "expired", "reason", "expired")})()
+		}, func() []JournalEntry {
+			return journalWith(
+				JournalEntry{Kind: JournalSteer, SteerID: "s3", Sender: "bob", Room: "dev", Status: "queued"},
+				JournalEntry{Kind: JournalHub, Status: "approval unanswered", ApprovalID: "a5", Text: "nats: timeout"},
+				JournalEntry{Kind: JournalHub, Status: "steer expired", SteerID: "s3"},
+				JournalEntry{Kind: JournalHub, Status: "approval voided", ApprovalID: "a5"},
+				JournalEntry{Kind: JournalHub, Status: "turn ended", TurnID: "u1"})
+		}, true, nil},
+		{"HubEndingNotRecorded", withS2, func() []JournalEntry {
+			return journalWith(JournalEntry{Kind: JournalHub, Status: "turn ended", TurnID: "u9"})
+		}, true, []string{"missing: the hub told the bridge on 2026-01-01T00:00:06Z: turn ended u9; the timeline has no entry of it"}},
 		{"ReceiptRewrittenAfterLastHead", func() []HubEntry {
 			return appended(HubEntry{Seq: 18, Kind: "receipt", Detail: det("steerId", "s2", "status", "queued")},
 				HubEntry{Seq: 19, Kind: "receipt", Detail: det("steerId", "s2", "status", "delivered")})()

@@ -198,6 +198,21 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool, key []b
 					add(changed, "entry seq %d says turn %s ended %s, but the bridge ended it %s", e.Seq, j.TurnID, st, want)
 				}
 			}
+		case JournalHub: // what the hub said it ended must be in its timeline
+			var ok bool
+			switch j.Status {
+			case "steer expired":
+				_, ok = find("steer", "steerId", j.SteerID)
+			case "approval voided":
+				_, ok = findAny(hub, "approvalId", j.ApprovalID, "approval.voided", "approval.expired")
+			case "turn ended":
+				ok = slices.ContainsFunc(hub, func(e HubEntry) bool { return e.Kind == "turn.ended" && e.TurnID == j.TurnID })
+			default:
+				continue
+			}
+			if !ok {
+				add(FindingMissing, "the hub told the bridge on %s: %s %s; the timeline has no entry of it", when, j.Status, j.SteerID+j.ApprovalID+j.TurnID)
+			}
 		case JournalTool:
 			k := j.TurnID + "\n" + j.Text
 			if tools[k] > 0 {
