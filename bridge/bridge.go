@@ -134,7 +134,7 @@ func New(cfg Config) (*Bridge, error) {
 		r.h = h
 		b.agents[ac.Name] = r
 		if cfg.JournalDir != "" {
-			if r.jr, err = openJournal(JournalPath(cfg.JournalDir, cfg.Creds.Owner, ac.Name), cfg.Now); err != nil {
+			if r.jr, err = openJournal(JournalPath(cfg.JournalDir, cfg.Creds.Owner, ac.Name), JournalKey(cfg.Creds.Seed), cfg.Now); err != nil {
 				b.closeJournals()
 				return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 			}
@@ -479,8 +479,10 @@ func (b *Bridge) onSteer(m *nats.Msg) {
 		b.heartbeat()
 	})
 	if !ok {
-		respond(m, wire.Receipt{SteerID: st.ID, Agent: st.Agent, Status: wire.StatusRejected, Reason: wire.ReasonAgentBusy,
-			Detail: fmt.Sprintf("@%s has %d messages waiting to be handed to it; send again later", st.Agent, workQueue), At: b.cfg.Now().UTC()})
+		rc := wire.Receipt{SteerID: st.ID, Agent: st.Agent, Status: wire.StatusRejected, Reason: wire.ReasonAgentBusy,
+			Detail: fmt.Sprintf("@%s has %d messages waiting to be handed to it; send again later", st.Agent, workQueue), At: b.cfg.Now().UTC()}
+		r.journalSteer(st, rc)
+		respond(m, rc)
 	}
 }
 

@@ -180,6 +180,7 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	}
 	if err != nil || !ack.OK {
 		logf("could not reach the hub for approval of %s; denied (the local CLI can still decide): %v %s", ask.Call.Tool, err, ack.Message)
+		r.journalRefused(req, err, ack.Message)
 	} else {
 		r.journalApproval(req)
 	}

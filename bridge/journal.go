@@ -3,6 +3,7 @@ package bridge
 import (
 	"bufio"
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +30,7 @@ const (
 	JournalTurn     = "turn"     // a turn started or ended
 	JournalOwner    = "owner"    // an owner decision the bridge took: consent, a ceiling, a policy
 	JournalForgery  = "forgery"  // a decision the bridge refused: unsigned, wrongly signed, replayed
+	JournalHub      = "hub"      // a refusal or an ending the hub told the bridge of: a refused approval request, a resync
 )
 
 // JournalEntry is one line of an agent's journal: what the bridge received
@@ -56,15 +59,51 @@ type JournalEntry struct {
 
 	HubHead *wire.ChainHead `json:"hubHead,omitempty"`
 
+	// Key names the key of MAC (JournalKeyID); both are empty in entries
+	// written before journals were keyed.
+	Key  string `json:"key,omitempty"`
 	Prev string `json:"prev"`
 	Hash string `json:"hash"`
+	// MAC is HMAC-SHA256 of Hash under the bridge's journal key: without
+	// the key (the bridge's nkey seed) no one can write an entry that
+	// verifies, nor recompute the chain over an edit.
+	MAC string `json:"mac,omitempty"`
 }
 
-// body is what the chain hashes: the entry without its hashes.
+// body is what the chain hashes: the entry without its hashes and MAC.
 func (e JournalEntry) body() []byte {
-	e.Prev, e.Hash = "", ""
+	e.Prev, e.Hash, e.MAC = "", "", ""
 	b, _ := json.Marshal(e)
 	return b
+}
+
+// JournalKey derives the key that binds a bridge's journal entries from its
+// nkey seed (Credentials.Seed): HMAC-SHA256 keyed with the seed over a fixed
+// label, so the journal key is never the identity key itself.
+func JournalKey(seed string) []byte {
+	m := hmac.New(sha256.New, []byte(seed))
+	m.Write([]byte("wheelhouse bridge journal key v1"))
+	return m.Sum(nil)
+}
+
+// JournalKeyID names a journal key without revealing it: an entry written
+// under an earlier pairing's key says so, instead of looking forged.
+func JournalKeyID(key []byte) string {
+	if len(key) == 0 {
+		return ""
+	}
+	return hex.EncodeToString(journalMAC(key, "key id")[:8])
+}
+
+// JournalMAC is the MAC of an entry (or a head) with hash under key.
+func JournalMAC(key []byte, hash string) string {
+	return hex.EncodeToString(journalMAC(key, "entry "+hash))
+}
+
+func journalMAC(key []byte, msg string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(msg))
+	return m.Sum(nil)
 }
 
 // TextHash is the journal's digest of a message text.
@@ -95,16 +134,19 @@ func JournalPath(dir, owner, agent string) string {
 // are serialized; a failed write is logged by the caller and the next entry
 // still chains onto the last one that was written.
 type journal struct {
-	mu   sync.Mutex
-	f    *os.File
-	n    uint64
-	last string
-	now  func() time.Time
+	mu    sync.Mutex
+	f     *os.File
+	n     uint64
+	last  string
+	mac   string // the last entry's MAC
+	key   []byte // nil: entries are written unkeyed
+	keyID string
+	now   func() time.Time
 }
 
 // openJournal opens (creating) the journal at path and continues its chain
-// from its last readable entry.
-func openJournal(path string, now func() time.Time) (*journal, error) {
+// from its last readable entry; new entries are bound to key (JournalKey).
+func openJournal(path string, key []byte, now func() time.Time) (*journal, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, wh.Wrap(err, "create the journal folder %s", filepath.Dir(path))
 	}
@@ -116,7 +158,7 @@ func openJournal(path string, now func() time.Time) (*journal, error) {
 		f.Close()
 		return nil, wh.Wrap(err, "set the journal's mode")
 	}
-	j := &journal{f: f, now: now}
+	j := &journal{f: f, now: now, key: key, keyID: JournalKeyID(key)}
 	entries, _ := readJournal(f) // a torn last line is skipped; the chain continues from the last entry
 	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
 		last := make([]byte, 1)
@@ -125,7 +167,7 @@ func openJournal(path string, now func() time.Time) (*journal, error) {
 		}
 	}
 	if n := len(entries); n > 0 {
-		j.n, j.last = entries[n-1].N, entries[n-1].Hash
+		j.n, j.last, j.mac = entries[n-1].N, entries[n-1].Hash, entries[n-1].MAC
 	}
 	return j, nil
 }
@@ -138,8 +180,11 @@ func (j *journal) add(e JournalEntry) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.n++
-	e.N, e.At, e.Prev = j.n, j.now().UTC(), j.last
+	e.N, e.At, e.Prev, e.Key, e.MAC = j.n, j.now().UTC(), j.last, j.keyID, ""
 	e.Hash = authz.ChainHash(e.Prev, e.body())
+	if j.key != nil {
+		e.MAC = JournalMAC(j.key, e.Hash)
+	}
 	line, err := json.Marshal(e)
 	if err != nil {
 		j.n--
@@ -149,8 +194,23 @@ func (j *journal) add(e JournalEntry) error {
 		j.n--
 		return wh.Wrap(err, "write the journal")
 	}
-	j.last = e.Hash
+	j.last, j.mac = e.Hash, e.MAC
 	return nil
+}
+
+// head is the journal's newest entry as the bridge reports it to the hub
+// (nil before the first entry), which records it in the agent's timeline:
+// a journal later cut below it, or changed up to it, no longer matches.
+func (j *journal) head() *wire.JournalHead {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.n == 0 || j.mac == "" {
+		return nil
+	}
+	return &wire.JournalHead{N: j.n, Hash: j.last, MAC: j.mac}
 }
 
 func (j *journal) close() {
@@ -244,4 +304,45 @@ func (r *runner) journalTurn(turn, status string) {
 
 func (r *runner) journalTool(turn, text string) {
 	r.journalAdd(JournalEntry{Kind: JournalTool, TurnID: turn, Text: text})
+}
+
+// journalRefused records an approval request the hub refused (why) or did
+// not answer (err): the bridge asked for it, so a timeline entry of it is
+// not the hub's invention.
+func (r *runner) journalRefused(req wire.ApprovalRequest, err error, why string) {
+	status := "approval refused"
+	if err != nil {
+		status, why = "approval unanswered", err.Error()
+	}
+	r.journalAdd(JournalEntry{Kind: JournalHub, Status: status, ApprovalID: req.ID, Tool: req.Tool, PayloadHash: req.PayloadHash,
+		TurnID: req.TurnID, Text: oneLine(why)})
+}
+
+// journalResync records what the hub said it ended while the bridge was
+// away (wire.ControlResync) and the bridge still held: the queued steers it
+// expired, the approvals it voided, the turn it failed. Each has its entry in
+// the timeline. It runs before resync ends them, so a repeated resync about
+// what is already over records nothing.
+func (r *runner) journalResync(c wire.Control) {
+	r.mu.Lock()
+	var steers []string
+	for _, q := range r.queue {
+		if slices.Contains(c.Steers, q.st.ID) {
+			steers = append(steers, q.st.ID)
+		}
+	}
+	turn := r.turnID
+	r.mu.Unlock()
+	for _, id := range steers {
+		r.journalAdd(JournalEntry{Kind: JournalHub, Status: "steer expired", SteerID: id})
+	}
+	pending := r.gate.pendingIDs()
+	for _, id := range c.Approvals {
+		if slices.Contains(pending, id) {
+			r.journalAdd(JournalEntry{Kind: JournalHub, Status: "approval voided", ApprovalID: id})
+		}
+	}
+	if c.TurnID != "" && c.TurnID == turn {
+		r.journalAdd(JournalEntry{Kind: JournalHub, Status: "turn ended", TurnID: c.TurnID})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ func TestJournalFile(t *testing.T) {
 	dir := t.TempDir()
 	path := JournalPath(dir, "alice", "codex")
 	now := func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
-	j, err := openJournal(path, now)
+	key := JournalKey("SUAtest-seed")
+	j, err := openJournal(path, key, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +29,7 @@ func TestJournalFile(t *testing.T) {
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"n":3,"kind":"ste`)
 	f.Close()
-	j, _ = openJournal(path, now)
+	j, _ = openJournal(path, key, now)
 	j.add(JournalEntry{Kind: JournalDecision, ApprovalID: "a1", Status: "approve", By: "alice"})
 	j.close()
 
@@ -49,6 +51,18 @@ func TestJournalFile(t *testing.T) {
 		bad[1].Text = "$ rm -rf / → exit 0"
 		if VerifyJournal(bad) != 1 {
 			t.Fatal("an edited entry verifies")
+		}
+	})
+	t.Run("KeyedAndHead", func(t *testing.T) {
+		for _, e := range es {
+			if e.Key != JournalKeyID(key) || e.MAC != JournalMAC(key, e.Hash) {
+				t.Fatalf("entry %d is not bound to the key: %+v", e.N, e)
+			}
+		}
+		j, _ := openJournal(path, key, now)
+		defer j.close()
+		if h := j.head(); h == nil || h.N != 3 || h.Hash != es[2].Hash || h.MAC != es[2].MAC {
+			t.Fatalf("head %+v", h)
 		}
 	})
 	t.Run("DeletionIsCaught", func(t *testing.T) {
@@ -93,13 +107,16 @@ func TestCompareJournal(t *testing.T) {
 		})
 	}
 	hub := base()
+	key := JournalKey("SUAtest-seed")
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
 	journal := func() []JournalEntry {
 		j := &journal{now: time.Now}
 		var out []JournalEntry
 		add := func(e JournalEntry) {
 			j.n++
-			e.N, e.At, e.Prev = j.n, time.Date(2026, 1, 1, 0, 0, int(j.n), 0, time.UTC), j.last
+			e.N, e.At, e.Prev, e.Key = j.n, time.Date(2026, 1, 1, 0, 0, int(j.n), 0, time.UTC), j.last, JournalKeyID(key)
 			e.Hash = authz.ChainHash(e.Prev, e.body())
+			e.MAC = JournalMAC(key, e.Hash)
 			j.last = e.Hash
 			out = append(out, e)
 		}
@@ -141,13 +158,15 @@ func TestCompareJournal(t *testing.T) {
 			h := base()
 			h[3].Kind = "approval.approved"
 			return hubChain(h)
-		}, journal, true, []string{"recomputed: entry seq 14 says approval a1 was approved, but @alice's decision was deny", "recomputed: entry seq 16", "missing: steer s2"}},
+		}, journal, true, []string{"recomputed: entry seq 14 says approval a1 was approved, but @alice's decision was deny", "recomputed: entry seq 16", "missing: steer s2",
+			"added: entry seq 14, @alice's decision to approve a1"}},
 		{"HeadNamesEntryWithinEvent", base, func() []JournalEntry {
 			j := journal()
 			last := len(j) - 1
 			j[last].HubHead = &wire.ChainHead{Seq: 16, Idx: 1, Hash: hub[5].Hash} // the second entry of event 16, which the hub no longer has
 			for i := last; i < len(j); i++ {
 				j[i].Hash = authz.ChainHash(j[i].Prev, j[i].body())
+				j[i].MAC = JournalMAC(key, j[i].Hash)
 			}
 			return j
 		}, true, []string{"truncated: the timeline ends at seq 16, but the hub showed the bridge entry seq 16.1", "missing: steer s2"}},
@@ -157,9 +176,143 @@ func TestCompareJournal(t *testing.T) {
 			return j
 		}, true, []string{"journal: the bridge's own journal does not chain at entry 4"}},
 	}
+	withS2 := func() []HubEntry { return cases[0].hub() }
+	journalWith := func(extra ...JournalEntry) []JournalEntry {
+		j := journal()
+		for _, e := range extra {
+			last := j[len(j)-1]
+			e.N, e.At, e.Prev, e.Key = last.N+1, last.At.Add(time.Second), last.Hash, JournalKeyID(key)
+			e.Hash = authz.ChainHash(e.Prev, e.body())
+			e.MAC = JournalMAC(key, e.Hash)
+			j = append(j, e)
+		}
+		return j
+	}
+	appended := func(es ...HubEntry) func() []HubEntry {
+		return func() []HubEntry { return hubChain(append(withS2(), es...)) }
+	}
+	anchor := func(e JournalEntry, mac string) HubEntry {
+		return HubEntry{Seq: 30, Kind: "journal.head", Detail: det("n", e.N, "hash", e.Hash, "mac", mac, "bridge", "b1")}
+	}
+	unkeyed := func(which ...int) func() []JournalEntry { // these entries were written without a key
+		return func() []JournalEntry {
+			j := journal()
+			for i := range j {
+				if slices.Contains(which, i) {
+					j[i].Key, j[i].MAC = "", ""
+				}
+				if i > 0 {
+					j[i].Prev = j[i-1].Hash
+				}
+				j[i].Hash = authz.ChainHash(j[i].Prev, j[i].body())
+				if j[i].Key != "" {
+					j[i].MAC = JournalMAC(key, j[i].Hash)
+				}
+			}
+			return j
+		}
+	}
+	cases = append(cases, []struct {
+		name  string
+		hub   func() []HubEntry
+		jr    func() []JournalEntry
+		chain bool
+		want  []string
+	}{
+		{"FakeOwnerSteerAppended", appended(HubEntry{Seq: 18, Kind: "steer", Actor: "alice", Detail: det("steerId", "s9", "room", "dm:alice", "messageId", 20, "status", "pending")}), journal, true,
+			[]string{"added: entry seq 18, a steer s9 from @alice in dm:alice (message 20)"}},
+		{"FakeApprovalAppended", appended(
+			HubEntry{Seq: 18, Kind: "approval.requested", TurnID: "u1", Detail: det("approvalId", "a9", "tool", "exec_command", "payloadHash", "h9")},
+			HubEntry{Seq: 19, Kind: "approval.approved", TurnID: "u1", Actor: "alice", Detail: det("approvalId", "a9", "payloadHash", "h9")}), journal, true,
+			[]string{"added: entry seq 18, approval request a9 (exec_command", "added: entry seq 19, @alice's decision to approve a9"}},
+		{"HubRefusedSteerIsNotTheBridges", appended(
+			HubEntry{Seq: 18, Kind: "steer", Actor: "carol", Detail: det("steerId", "s10", "room", "dev", "status", "rejected", "reason", "not-a-member")},
+			HubEntry{Seq: 19, Kind: "steer", Actor: "carol", Detail: det("steerId", "s11", "room", "dev", "status", "pending")},
+			HubEntry{Seq: 20, Kind: "receipt", Detail: det("steerId", "s11", "status", "expired", "reason", "expired")},
+			HubEntry{Seq: 21, Kind: "turn.ended", TurnID: "u7", Detail: det("status", "failed", "reason", "the agent's machine went offline")},
+			HubEntry{Seq: 22, Kind: "steer", Actor: "carol", Detail: det("steerId", "s12", "room", "dev", "status", "held", "reason", "moderated")}), journal, true, nil},
+		{"HeldSteerDeliveredIsTheBridges", appended(
+			HubEntry{Seq: 18, Kind: "steer", Actor: "carol", Detail: det("steerId", "s12", "room", "dev", "status", "held", "reason", "moderated")},
+			HubEntry{Seq: 19, Kind: "receipt", Detail: det("steerId", "s12", "status", "started")}), journal, true,
+			[]string{"added: entry seq 18, a steer s12 from @carol in dev"}},
+		{"ToolRewrittenAtTail", appended(HubEntry{Seq: 18, Kind: "turn.tool", TurnID: "u2", Detail: det("text", "$ rm -rf src → exit 0")}), journal, true,
+			[]string{"added: entry seq 18, a tool event of turn u2 ($ rm -rf src → exit 0)"}},
+		{"HeadsReached", func() []HubEntry { j := journal(); return appended(anchor(j[2], j[2].MAC), anchor(j[4], j[4].MAC))() }, journal, true, nil},
+		{"JournalCut", func() []HubEntry { j := journal(); return appended(anchor(j[4], j[4].MAC))() }, func() []JournalEntry { return journal()[:2] }, true,
+			[]string{"cut: the journal ends at entry 2, but the bridge reported entry 5 (hash"}},
+		{"JournalLastEntryDeleted", func() []HubEntry { j := journal(); return appended(anchor(j[4], j[4].MAC))() }, func() []JournalEntry { return journal()[:4] }, true,
+			[]string{"cut: the journal ends at entry 4, but the bridge reported entry 5"}},
+		{"JournalRewrittenWithoutKey", func() []HubEntry { j := journal(); return appended(anchor(j[4], j[4].MAC))() }, func() []JournalEntry {
+			j := journal()
+			j[3].Text = "$ ls → exit 0"
+			for i := 3; i < len(j); i++ { // the chain recomputed, but not the MACs: no key
+				j[i].Prev = j[i-1].Hash
+				j[i].Hash = authz.ChainHash(j[i].Prev, j[i].body())
+			}
+			return j
+		}, true, []string{"journal: entry 4 (tool at", "journal: entry 5 of the journal has hash"}},
+		{"JournalForgedAnchorNoted", func() []HubEntry { j := journal(); return appended(anchor(j[4], strings.Repeat("0", 64)))() }, journal, true,
+			[]string{"note: 1 journal heads in the timeline do not carry this bridge's MAC"}},
+		{"JournalUnkeyedPrefixNoted", withS2, unkeyed(0, 1), true, []string{"note: entries 1-2 were written before the journal was keyed"}},
+		{"JournalUnkeyedAfterKeyed", withS2, func() []JournalEntry {
+			return unkeyed(3)()
+		}, true, []string{"journal: entry 4 (tool) is not bound to the bridge's key"}},
+		{"JournalNoKeyNoted", withS2, journal, true, nil},
+		{"HubEndingsHeardAndRecorded", func() []HubEntry {
+			return appended(HubEntry{Seq: 18, Kind: "steer", Actor: "bob", Detail: det("steerId", "s3", "room", "dev", "status", "pending")},
+				HubEntry{Seq: 19, Kind: "receipt", Detail: det("steerId", "s3", "status", "queued")},
+				HubEntry{Seq: 20, Kind: "approval.requested", TurnID: "u1", Detail: det("approvalId", "a5", "tool", "exec_command", "payloadHash", "h5")},
+				HubEntry{Seq: 21, Kind: "turn.ended", TurnID: "u1", Detail: det("status", "failed", "reason", "the agent's machine went offline")},
+				HubEntry{Seq: 21, Idx: 1, Kind: "approval.voided", TurnID: "u1", Detail: det("approvalId", "a5")},
+				HubEntry{Seq: 21, Idx: 2, Kind: "receipt", Detail: det("steerId", "s3", "status", "expired", "reason", "expired")})()
+		}, func() []JournalEntry {
+			return journalWith(
+				JournalEntry{Kind: JournalSteer, SteerID: "s3", Sender: "bob", Room: "dev", Status: "queued"},
+				JournalEntry{Kind: JournalHub, Status: "approval unanswered", ApprovalID: "a5", Text: "nats: timeout"},
+				JournalEntry{Kind: JournalHub, Status: "steer expired", SteerID: "s3"},
+				JournalEntry{Kind: JournalHub, Status: "approval voided", ApprovalID: "a5"},
+				JournalEntry{Kind: JournalHub, Status: "turn ended", TurnID: "u1"})
+		}, true, nil},
+		{"HubEndingNotRecorded", withS2, func() []JournalEntry {
+			return journalWith(JournalEntry{Kind: JournalHub, Status: "turn ended", TurnID: "u9"})
+		}, true, []string{"missing: the hub told the bridge on 2026-01-01T00:00:06Z: turn ended u9; the timeline has no entry of it"}},
+		{"ReceiptRewrittenAfterLastHead", func() []HubEntry {
+			return appended(HubEntry{Seq: 18, Kind: "receipt", Detail: det("steerId", "s2", "status", "queued")},
+				HubEntry{Seq: 19, Kind: "receipt", Detail: det("steerId", "s2", "status", "delivered")})()
+		}, func() []JournalEntry {
+			j := journal()
+			j[4].Status = "started"
+			j[4].Hash = authz.ChainHash(j[4].Prev, j[4].body())
+			j[4].MAC = JournalMAC(key, j[4].Hash)
+			return j
+		}, true, []string{"recomputed: entry seq 18, the receipt of steer s2, says queued, but the bridge answered started"}},
+		{"ReceiptsThatFollowAgree", func() []HubEntry {
+			return appended(HubEntry{Seq: 18, Kind: "receipt", Detail: det("steerId", "s2", "status", "started")},
+				HubEntry{Seq: 19, Kind: "receipt", Detail: det("steerId", "s2", "status", "done")})()
+		}, func() []JournalEntry {
+			j := journal()
+			j[4].Status = "started"
+			j[4].Hash = authz.ChainHash(j[4].Prev, j[4].body())
+			j[4].MAC = JournalMAC(key, j[4].Hash)
+			return j
+		}, true, nil},
+		{"DecisionInFlightNoted", appended(
+			HubEntry{Seq: 18, Kind: "approval.requested", TurnID: "u1", At: now.Add(-JournalInFlight / 2), Detail: det("approvalId", "a9", "tool", "exec_command", "payloadHash", "h9")},
+			HubEntry{Seq: 19, Kind: "approval.approved", TurnID: "u1", Actor: "alice", At: now.Add(-JournalInFlight / 2), Detail: det("approvalId", "a9", "payloadHash", "h9")}), journal, true,
+			[]string{"note: entry seq 18, approval request a9", "note: entry seq 19, @alice's decision to approve a9 at 2026-01-01T00:59:52Z, is not in the bridge's journal yet"}},
+		{"ReachedSteerIsNotInFlight", appended(
+			HubEntry{Seq: 18, Kind: "steer", Actor: "alice", At: now, Detail: det("steerId", "s9", "room", "dev", "status", "pending")},
+			HubEntry{Seq: 19, Kind: "receipt", At: now, Detail: det("steerId", "s9", "status", "started")}), journal, true,
+			[]string{"added: entry seq 18, a steer s9"}},
+	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := CompareJournal(c.hub(), c.jr(), c.chain)
+			key := key
+			if c.name == "JournalNoKeyNoted" {
+				key = nil
+				c.want = []string{"note: this machine has no bridge credentials"}
+			}
+			got := CompareJournal(c.hub(), c.jr(), c.chain, key, now)
 			var lines []string
 			for _, f := range got {
 				lines = append(lines, f.Kind+": "+f.Message)
@@ -174,4 +327,65 @@ func TestCompareJournal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkJournalAdd: the cost of one journal entry, unkeyed and bound to
+// the bridge's key (the MAC is one HMAC-SHA256 over the chain hash).
+func BenchmarkJournalAdd(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		key  []byte
+	}{{"Unkeyed", nil}, {"Keyed", JournalKey("SUAbench-seed")}} {
+		b.Run(c.name, func(b *testing.B) {
+			j, err := openJournal(filepath.Join(b.TempDir(), "j.jsonl"), c.key, time.Now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.close()
+			e := JournalEntry{Kind: JournalSteer, SteerID: "s1.demo", Sender: "bob", Room: "dev", MessageID: 7, TextHash: TextHash("hello"), Status: "started"}
+			for b.Loop() {
+				if err := j.add(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkJournalMAC is the MAC alone.
+func BenchmarkJournalMAC(b *testing.B) {
+	key, h := JournalKey("SUAbench-seed"), strings.Repeat("a", 64)
+	for b.Loop() {
+		JournalMAC(key, h)
+	}
+}
+
+// FuzzCompareJournal: whatever timeline a hostile hub serves, the check
+// against a real journal ends with findings, never a panic.
+func FuzzCompareJournal(f *testing.F) {
+	dir := f.TempDir()
+	key := JournalKey("SUAfuzz-seed")
+	j, err := openJournal(JournalPath(dir, "alice", "demo"), key, time.Now)
+	if err != nil {
+		f.Fatal(err)
+	}
+	j.add(JournalEntry{Kind: JournalSteer, SteerID: "s1", Sender: "bob", Room: "dev", Status: "started", HubHead: &wire.ChainHead{Seq: 2, Hash: "x"}})
+	j.add(JournalEntry{Kind: JournalTurn, TurnID: "u1", Status: "started"})
+	j.add(JournalEntry{Kind: JournalTurn, TurnID: "u1", Status: "ended completed"})
+	j.close()
+	jr, _ := ReadJournal(JournalPath(dir, "alice", "demo"))
+	f.Add([]byte(`[{"seq":2,"kind":"steer","actor":"bob","detail":{"steerId":"s1","room":"dev"}},{"seq":3,"kind":"journal.head","detail":{"n":9,"hash":"h","mac":"m"}}]`))
+	f.Add([]byte(`[{"seq":1,"kind":"journal.head","detail":{"n":-1,"hash":1}},{"seq":2,"kind":"receipt","detail":{"steerId":"s1","status":"queued"}},{"seq":2,"idx":-3,"kind":"turn.ended","turnId":"u1","detail":[]}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var hub []HubEntry
+		if json.Unmarshal(data, &hub) != nil {
+			return
+		}
+		for _, k := range [][]byte{key, nil} {
+			for _, intact := range []bool{true, false} {
+				CompareJournal(hub, jr, intact, k, time.Now())
+				CompareJournal(hub, jr[:1], intact, k, time.Time{})
+			}
+		}
+	})
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // HubEntry is one entry of the hub's timeline of an agent, as
@@ -30,7 +32,10 @@ const (
 	FindingTruncated  = "truncated"  // the timeline ends before an entry the hub once showed the bridge
 	FindingDeleted    = "deleted"    // an entry the hub once showed the bridge is gone from the middle
 	FindingMissing    = "missing"    // something the bridge received or reported has no entry
-	FindingJournal    = "journal"    // the bridge's own journal does not chain
+	FindingJournal    = "journal"    // the bridge's own journal does not chain, or an entry's MAC is wrong
+	FindingAdded      = "added"      // the timeline has a steer, approval, decision or turn the bridge never journaled
+	FindingCut        = "cut"        // the journal ends before the head the bridge reported to the hub
+	FindingNote       = "note"       // not a problem: what could not be checked, and why
 )
 
 // Finding is one discrepancy between the hub's timeline and the journal.
@@ -41,21 +46,44 @@ type Finding struct {
 
 func (f Finding) String() string { return strings.ToUpper(f.Kind) + ": " + f.Message }
 
+// Problem says whether the finding fails the verification (a note does not).
+func (f Finding) Problem() bool { return f.Kind != FindingNote }
+
 // CompareJournal checks the hub's timeline of an agent against the bridge's
-// journal of it. chainIntact says whether the hub's own hash chain verified:
-// when it does, any entry that differs from the journal was rewritten with
-// the later hashes recomputed. It returns no findings when the timeline
-// holds everything the journal says the bridge saw and did, unchanged.
-func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool) []Finding {
+// journal of it, both ways. chainIntact says whether the hub's own hash
+// chain verified: when it does, any entry that differs from the journal was
+// rewritten with the later hashes recomputed. key is the bridge's journal
+// key (JournalKey; nil: the MACs cannot be checked here). now is when the
+// timeline was read: a steer or approval the journal lacks that is younger
+// than JournalInFlight is noted as possibly on its way to the bridge, not
+// failed (zero: no grace). It returns no
+// problems when the journal is whole (its chain and MACs verify, and it
+// reaches every head the bridge reported to the hub), the timeline holds
+// everything the journal says the bridge saw and did, unchanged, and the
+// timeline holds no steer, approval, decision, turn or tool event the
+// bridge never journaled.
+func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool, key []byte, now time.Time) []Finding {
 	var out []Finding
 	add := func(kind, format string, args ...any) { out = append(out, Finding{kind, fmt.Sprintf(format, args...)}) }
 	changed := FindingEdited
 	if chainIntact {
 		changed = FindingRecomputed
 	}
+	all := jr
+	whole := true
 	if bad := VerifyJournal(jr); bad >= 0 {
 		add(FindingJournal, "the bridge's own journal does not chain at entry %d: it was edited, so it proves nothing after that", bad+1)
-		jr = jr[:bad]
+		jr, whole = jr[:bad], false
+	}
+	keyed, keyFindings := checkJournalKey(jr, key)
+	out = append(out, keyFindings...)
+	if keyed < len(jr) {
+		jr, whole = jr[:keyed], false
+	}
+	anchors := checkAnchors(hub, all, key)
+	out = append(out, anchors...)
+	if slices.ContainsFunc(anchors, func(f Finding) bool { return f.Kind == FindingCut }) {
+		whole = false // what the cut end held is unknown: the timeline past the last match is not held against it
 	}
 	type pos struct {
 		seq uint64
@@ -126,6 +154,9 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool) []Findi
 			if len(diffs) > 0 {
 				add(changed, "entry seq %d, steer %s, says %s", e.Seq, j.SteerID, strings.Join(diffs, ", "))
 			}
+			if r, ok := receiptAgainst(hub, j); ok {
+				add(changed, "entry seq %d, the receipt of steer %s, says %s, but the bridge answered %s", r.Seq, j.SteerID, detailString(r.Detail, "status"), j.Status)
+			}
 		case JournalApproval:
 			e, ok := find("approval.requested", "approvalId", j.ApprovalID)
 			if !ok {
@@ -157,8 +188,30 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool) []Findi
 			if strings.HasPrefix(j.Status, "ended") {
 				kind = "turn.ended"
 			}
-			if !slices.ContainsFunc(hub, func(e HubEntry) bool { return e.Kind == kind && e.TurnID == j.TurnID }) {
+			i := slices.IndexFunc(hub, func(e HubEntry) bool { return e.Kind == kind && e.TurnID == j.TurnID })
+			if i < 0 {
 				add(FindingMissing, "turn %s %s at %s has no %s entry (lost on the way, deleted or edited)", j.TurnID, j.Status, when, kind)
+				continue
+			}
+			if e := hub[i]; kind == "turn.ended" {
+				if st, want := detailString(e.Detail, "status"), endStatus(strings.TrimPrefix(j.Status, "ended ")); st != want {
+					add(changed, "entry seq %d says turn %s ended %s, but the bridge ended it %s", e.Seq, j.TurnID, st, want)
+				}
+			}
+		case JournalHub: // what the hub said it ended must be in its timeline
+			var ok bool
+			switch j.Status {
+			case "steer expired":
+				_, ok = find("steer", "steerId", j.SteerID)
+			case "approval voided":
+				_, ok = findAny(hub, "approvalId", j.ApprovalID, "approval.voided", "approval.expired")
+			case "turn ended":
+				ok = slices.ContainsFunc(hub, func(e HubEntry) bool { return e.Kind == "turn.ended" && e.TurnID == j.TurnID })
+			default:
+				continue
+			}
+			if !ok {
+				add(FindingMissing, "the hub told the bridge on %s: %s %s; the timeline has no entry of it", when, j.Status, j.SteerID+j.ApprovalID+j.TurnID)
 			}
 		case JournalTool:
 			k := j.TurnID + "\n" + j.Text
@@ -169,7 +222,29 @@ func CompareJournal(hub []HubEntry, jr []JournalEntry, chainIntact bool) []Findi
 			add(FindingMissing, "tool event of turn %s at %s has no entry (lost on the way, deleted or edited): %s", j.TurnID, when, firstLine(j.Text))
 		}
 	}
-	return out
+	return append(out, checkUnjournaled(hub, jr, whole, now)...)
+}
+
+// receiptAgainst finds a receipt of the journaled steer that contradicts the
+// bridge's own answer to it: another first answer (started, steered,
+// queued), or one that says it was delivered when the bridge rejected it.
+func receiptAgainst(hub []HubEntry, j JournalEntry) (HubEntry, bool) {
+	first := func(st string) bool {
+		return st == wire.StatusStarted || st == wire.StatusSteered || st == wire.StatusQueued
+	}
+	for _, e := range hub {
+		if e.Kind != "receipt" || detailString(e.Detail, "steerId") != j.SteerID {
+			continue
+		}
+		st := detailString(e.Detail, "status")
+		switch {
+		case first(j.Status) && first(st) && st != j.Status:
+			return e, true
+		case j.Status == wire.StatusRejected && (first(st) || st == wire.StatusDelivered || st == wire.StatusDone):
+			return e, true
+		}
+	}
+	return HubEntry{}, false
 }
 
 func findAny(hub []HubEntry, key, val string, kinds ...string) (HubEntry, bool) {

@@ -146,7 +146,7 @@ func (r *runner) info() wire.AgentInfo {
 	}
 	info := wire.AgentInfo{Name: r.cfg.Name, Harness: r.kind(), CanSteer: r.h != nil && r.h.CanSteer(), Status: st,
 		TurnID: r.turnID, TurnRoom: r.turnRoom, SteeredBy: slices.Clone(r.steeredBy), Policy: r.policy, Pending: r.gate.pendingIDs(),
-		Rooms: r.b.trust.grants(r.cfg.Name)}
+		Rooms: r.b.trust.grants(r.cfg.Name), Journal: r.jr.head()}
 	for _, q := range r.queue {
 		info.Queued = append(info.Queued, q.st.ID)
 	}
@@ -552,6 +552,7 @@ func (r *runner) interrupt(by string) error {
 // (voided) and queued steers (expired). It is idempotent: it names what to
 // end, so a second resync, or one about a turn that is over, does nothing.
 func (r *runner) resync(c wire.Control) {
+	r.journalResync(c)
 	r.mu.Lock()
 	var drop []queuedSteer
 	keep := r.queue[:0]
@@ -634,6 +635,7 @@ func (r *runner) onEvent(ev Event) {
 		r.status, r.failure = wire.AgentFailed, ev.Text
 		r.mu.Unlock()
 		if turn != "" {
+			r.journalTurn(turn, "ended failed")
 			r.clearTurn(turn, "failed")
 			r.mu.Lock()
 			r.status = wire.AgentFailed

@@ -15,6 +15,7 @@ const (
 	EvAgentReleased     = "agent.released"
 	EvAgentPolicy       = "agent.policy"
 	EvAgentStatus       = "agent.status"
+	EvAgentJournal      = "agent.journal"
 	EvAgentAdded        = "agent.added"
 	EvAgentRemoved      = "agent.removed"
 	EvInvitationCreated = "invitation.created"
@@ -78,6 +79,14 @@ type AgentStatus struct {
 	TurnID    string   `json:"turnId,omitempty"`
 	TurnRoom  string   `json:"turnRoom,omitempty"`
 	SteeredBy []string `json:"steeredBy,omitempty"`
+}
+
+// AgentJournal is the payload of the event recorded when an agent's bridge
+// reported a new head of its journal of the agent (wire.JournalHead).
+type AgentJournal struct {
+	Handle string           `json:"handle"`
+	Bridge string           `json:"bridge"`
+	Head   wire.JournalHead `json:"head"`
 }
 
 // AgentRoomChange is the payload of the event recorded when an agent was added to or removed from a room.

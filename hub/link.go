@@ -117,6 +117,8 @@ type presence struct {
 	// turns the bridge's heartbeats named lately (agent + turn id), so a
 	// turn the harness started by itself may end.
 	turns map[string]time.Time
+	// anchored is each agent's journal head this node last recorded.
+	anchored map[string]wire.JournalHead
 }
 
 // callTimeout is how long past a steer's deadline the hub waits for a

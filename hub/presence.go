@@ -105,6 +105,7 @@ func (l *Link) applyHeartbeat(id string, hb wire.Heartbeat) {
 			continue
 		}
 		l.reconcile(ctx, id, cur.ID, a)
+		l.anchorJournal(ctx, id, handle, a.Journal)
 		if cur.Status == a.Status && cur.TurnID == a.TurnID && cur.TurnRoom == a.TurnRoom && strings.Join(cur.SteeredBy, ",") == strings.Join(a.SteeredBy, ",") {
 			continue
 		}
@@ -234,4 +235,30 @@ func (l *Link) sawTurn(bridgeID, agent, turn string) bool {
 	}
 	at, ok := p.turns[agent+"\x00"+turn]
 	return ok && time.Since(at) <= time.Minute
+}
+
+// anchorJournal records a new journal head the bridge reported for an
+// agent in the agent's timeline (once per head across the hub's nodes).
+func (l *Link) anchorJournal(ctx context.Context, bridgeID, handle string, head *wire.JournalHead) {
+	if head == nil {
+		return
+	}
+	l.mu.Lock()
+	p := l.presence[bridgeID]
+	done := p == nil || p.anchored[handle] == *head
+	l.mu.Unlock()
+	if done {
+		return
+	}
+	key := fmt.Sprintf("journal:%s:%d:%s", handle, head.N, head.Hash)
+	if err := l.rooms.RecordJournalHeadOnce(ctx, key, handle, bridgeID, *head); err != nil {
+		l.log.Warn("recording the agent's journal head failed; the next heartbeat tries again", "agent", handle, "err", err)
+		return
+	}
+	l.mu.Lock()
+	if p.anchored == nil {
+		p.anchored = map[string]wire.JournalHead{}
+	}
+	p.anchored[handle] = *head
+	l.mu.Unlock()
 }

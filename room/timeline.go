@@ -7,6 +7,7 @@ import (
 	wh "github.com/wheelhouse-dev/wheelhouse"
 	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 // TimelineView is an agent's timeline as one viewer may see it.
@@ -54,6 +55,19 @@ func (s *Service) Timeline(ctx context.Context, viewer *chat.User, handle, turnI
 		v.FirstBad = bad
 	}
 	return v, nil
+}
+
+// RecordJournalHeadOnce records that an agent's bridge reported head as
+// its journal's newest entry, under an idempotency key, so that several hub
+// nodes hearing the same heartbeat record it once. The projection adds it
+// to the agent's timeline ("journal.head") unless it is the last one there.
+func (s *Service) RecordJournalHeadOnce(ctx context.Context, key, handle, bridgeID string, head wire.JournalHead) error {
+	ev, err := chat.NewEventWithID(key, chat.EvAgentJournal, s.now(), chat.AgentJournal{Handle: handle, Bridge: bridgeID, Head: head})
+	if err != nil {
+		return wh.Wrap(err, "encode the journal head")
+	}
+	_, err = s.Log.Append(ctx, ev)
+	return err
 }
 
 // memberOf is the set of rooms (by name) the viewer is a member of.

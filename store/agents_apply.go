@@ -21,6 +21,7 @@ func (s *Store) registerAgentAppliers() {
 	s.appliers[chat.EvAgentReleased] = applyAgentReleased
 	s.appliers[chat.EvAgentPolicy] = applyAgentPolicy
 	s.appliers[chat.EvAgentStatus] = applyAgentStatus
+	s.appliers[chat.EvAgentJournal] = applyAgentJournal
 	s.appliers[chat.EvAgentAdded] = applyAgentRoomChange(true)
 	s.appliers[chat.EvAgentRemoved] = applyAgentRoomChange(false)
 	s.appliers[chat.EvInvitationCreated] = applyInvitationCreated

@@ -101,3 +101,31 @@ func (s *Store) TimelineHead(ctx context.Context, agentID int64) (seq uint64, id
 	}
 	return seq, idx, hash, err
 }
+
+// applyAgentJournal adds a bridge's report of its journal's head to the
+// agent's timeline ("journal.head"): the anchor inspect --verify holds the
+// bridge's journal against. A report from a bridge that does not serve the
+// agent, or the same head again, adds nothing.
+func applyAgentJournal(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
+	var d chat.AgentJournal
+	if err := decode(ev, &d); err != nil {
+		return nil, err
+	}
+	a, err := agentByHandleTx(ctx, tx, d.Handle)
+	if err != nil {
+		return nil, err
+	}
+	if a.Bridge != d.Bridge {
+		return nil, wh.Errorf(wh.EForbidden, "bridge %s does not serve @%s: its journal head is not recorded", d.Bridge, d.Handle)
+	}
+	var last string
+	err = queryRowTx(ctx, tx, `SELECT body FROM timeline WHERE agent_id = ? AND kind = 'journal.head' ORDER BY seq DESC, idx DESC LIMIT 1`, a.ID).Scan(&last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	detail := map[string]any{"n": d.Head.N, "hash": d.Head.Hash, "mac": d.Head.MAC, "bridge": d.Bridge}
+	if b, _ := json.Marshal(detail); string(b) == last {
+		return nil, nil
+	}
+	return nil, timelineTx(ctx, tx, seq, a.ID, "journal.head", "", "", detail, ev.At)
+}

@@ -143,6 +143,9 @@ func (a *AgentInfo) Validate() error {
 			return err
 		}
 	}
+	if j := a.Journal; j != nil && (j.N == 0 || !hashRE.MatchString(j.Hash) || !hashRE.MatchString(j.MAC)) {
+		return invalid("agent %s: the journal head needs a position from 1 and a hash and MAC of 64 lower-case hex digits", a.Name)
+	}
 	return a.Policy.Validate()
 }
 

@@ -106,6 +106,12 @@ func TestAnnounce(t *testing.T) {
 	}
 }
 
+func withJournal(h JournalHead) AgentInfo {
+	a := validAgent()
+	a.Journal = &h
+	return a
+}
+
 func TestHeartbeat(t *testing.T) {
 	cases := []struct {
 		name string
@@ -120,6 +126,10 @@ func TestHeartbeat(t *testing.T) {
 		{"TimeYear1", Heartbeat{At: time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC)}, "from the hub's clock"},
 		{"TooManyAgents", Heartbeat{At: now, Agents: make([]AgentInfo, MaxAgents+1)}, "more than"},
 		{"InvalidAgent", Heartbeat{At: now, Agents: []AgentInfo{{Name: "../x", Status: AgentIdle}}}, "agent name"},
+		{"OKJournalHead", Heartbeat{At: now, Agents: []AgentInfo{withJournal(JournalHead{N: 3, Hash: strings.Repeat("a", 64), MAC: strings.Repeat("b", 64)})}}, ""},
+		{"JournalHeadAtZero", Heartbeat{At: now, Agents: []AgentInfo{withJournal(JournalHead{Hash: strings.Repeat("a", 64), MAC: strings.Repeat("b", 64)})}}, "journal head"},
+		{"JournalHeadUnkeyed", Heartbeat{At: now, Agents: []AgentInfo{withJournal(JournalHead{N: 3, Hash: strings.Repeat("a", 64)})}}, "journal head"},
+		{"JournalHeadBadHash", Heartbeat{At: now, Agents: []AgentInfo{withJournal(JournalHead{N: 3, Hash: "A" + strings.Repeat("a", 63), MAC: strings.Repeat("b", 64)})}}, "journal head"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { check(t, c.h.Validate(now), c.want) })

@@ -316,6 +316,18 @@ type AgentInfo struct {
 	// consent, as the bridge holds it) and their ceilings. The owner's own
 	// DM with the agent is always allowed and not listed.
 	Rooms []RoomGrant `json:"rooms,omitempty"`
+	// Journal is the head of the agent's journal on the bridge; the hub
+	// records each new one in the agent's timeline, so a journal cut or
+	// edited below it shows at `inspect --verify`.
+	Journal *JournalHead `json:"journal,omitempty"`
+}
+
+// JournalHead is the newest entry of a bridge's journal of an agent: its
+// position, its chain hash and its MAC under the bridge's journal key.
+type JournalHead struct {
+	N    uint64 `json:"n"`
+	Hash string `json:"hash"`
+	MAC  string `json:"mac"`
 }
 
 // Agent statuses.

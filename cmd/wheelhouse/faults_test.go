@@ -5,11 +5,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
 
@@ -109,7 +111,7 @@ func (r *faultRig) startHub(extra ...string) {
 
 func (r *faultRig) startBridge() {
 	r.bridge = startProc(r.t, []string{"XDG_RUNTIME_DIR=" + r.bridgeDir},
-		"bridge", "run", "--config", filepath.Join(r.bridgeDir, "bridge.toml"), "--call-timeout", "2s")
+		"bridge", "run", "--config", filepath.Join(r.bridgeDir, "bridge.toml"), "--call-timeout", "2s", "--journal", filepath.Join(r.bridgeDir, "journal"))
 	r.bridge.expect(r.t, `connected to`)
 	waitAgent(r.t, r.alice, "alice/demo", func(st string) bool { return st == "idle" })
 }
@@ -302,6 +304,29 @@ func TestBridgeStoppedMidTurn(t *testing.T) {
 	}
 	if as := testhub.AsList(r.alice.Must(200, "GET", "/api/v1/approvals", nil).Body["approvals"]); len(as) != 0 {
 		t.Fatalf("the expired follow-up ran: %v", as)
+	}
+	// What the hub ended while the bridge was away, the bridge journaled
+	// when it heard: the journal and the timeline agree both ways.
+	journal := bridge.JournalPath(filepath.Join(r.bridgeDir, "journal"), "alice", "demo")
+	tok := r.alice.Must(201, "POST", "/api/v1/tokens", map[string]string{"label": "cli"}).Body["token"].(string)
+	var out string
+	testhub.CheckFor(t, 10*time.Second, "inspect --verify to pass", func() error {
+		var code int
+		out, code = runCmd(t, "inspect", "@alice/demo", "--hub", r.url, "--token", tok, "--verify", "--journal", journal, "--credentials", filepath.Join(r.bridgeDir, "bridge.json"))
+		if code != 0 || !strings.Contains(out, "is whole") || strings.Contains(out, "NOTE:") {
+			return fmt.Errorf("exit %d:\n%s", code, out)
+		}
+		return nil
+	})
+	es, _ := bridge.ReadJournal(journal)
+	var heard []string
+	for _, e := range es {
+		if e.Kind == bridge.JournalHub {
+			heard = append(heard, e.Status)
+		}
+	}
+	if !slices.Contains(heard, "steer expired") || !slices.Contains(heard, "turn ended") {
+		t.Fatalf("the journal lacks what the hub ended (%v):\n%s", heard, out)
 	}
 }
 

@@ -29,6 +29,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	js := fs.Bool("json", false, "print JSON")
 	verify := fs.Bool("verify", false, "check the timeline's hash chain, and check it against this machine's bridge journal of the agent")
 	journal := fs.String("journal", "", "the bridge journal to check against (default: this machine's journal of the agent, if any)")
+	credsFlag := fs.String("credentials", "", "the bridge `credentials` whose key binds the journal (default: this machine's bridge's)")
 	var handle string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		handle, args = args[0], args[1:]
@@ -44,8 +45,16 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError{"name the agent: wheelhouse inspect @owner/agent"}
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
-	credsPath, fromUp := credentialsPath("")
-	if c, err := bridge.LoadCredentials(credsPath); err == nil {
+	credsPath, fromUp := credentialsPath(*credsFlag)
+	var journalKey []byte
+	c, err := bridge.LoadCredentials(credsPath)
+	if err != nil && *credsFlag != "" {
+		return err
+	}
+	if err == nil {
+		if c.Owner == owner { // the key of another owner's bridge binds none of this agent's journal
+			journalKey = bridge.JournalKey(c.Seed)
+		}
 		if *hubURL == "" {
 			*hubURL = c.Hub
 		}
@@ -87,7 +96,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if fromUp { // the bridge `wheelhouse up` runs keeps its journals with its data
 			journalDir = filepath.Join(defaultDataDir(), local.JournalDir)
 		}
-		return verifyTimeline(stdout, owner, name, body.Entries, *journal, journalDir)
+		return verifyTimeline(stdout, owner, name, body.Entries, *journal, journalDir, journalKey)
 	}
 	if *js {
 		b, err := json.MarshalIndent(body.Entries, "", "  ")
@@ -127,7 +136,7 @@ func lastHash(es []chat.TimelineEntry) string {
 // bridge's journal of the agent when this machine has one: the journal
 // catches what a chain that verifies cannot — entries rewritten with the
 // later hashes recomputed, and a deleted tail.
-func verifyTimeline(stdout io.Writer, owner, name string, entries []chat.TimelineEntry, journalPath, journalDir string) error {
+func verifyTimeline(stdout io.Writer, owner, name string, entries []chat.TimelineEntry, journalPath, journalDir string, key []byte) error {
 	problems := 0
 	bad := chat.VerifyTimeline(entries)
 	if bad >= 0 {
@@ -152,13 +161,16 @@ func verifyTimeline(stdout io.Writer, owner, name string, entries []chat.Timelin
 		for i, e := range entries {
 			hub[i] = bridge.HubEntry{Seq: e.Seq, Idx: e.Idx, Kind: e.Kind, TurnID: e.TurnID, Actor: e.Actor, Detail: e.Detail, At: e.At, Prev: e.Prev, Hash: e.Hash}
 		}
-		findings := bridge.CompareJournal(hub, jr, bad < 0)
-		for _, f := range findings {
+		found := 0
+		for _, f := range bridge.CompareJournal(hub, jr, bad < 0, key, time.Now()) {
 			fmt.Fprintln(stdout, sanitizeLine(f.String()))
+			if f.Problem() {
+				found++
+			}
 		}
-		problems += len(findings)
-		if len(findings) == 0 {
-			fmt.Fprintf(stdout, "OK: the timeline holds all %d entries of the bridge journal %s, unchanged\n", len(jr), journalPath)
+		problems += found
+		if found == 0 {
+			fmt.Fprintf(stdout, "OK: the journal %s is whole (%d entries) and matches the timeline both ways: the timeline holds every entry of the journal, unchanged, and the journal every steer, approval, decision and turn of the timeline\n", journalPath, len(jr))
 		}
 	}
 	if problems > 0 {

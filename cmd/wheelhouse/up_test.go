@@ -59,7 +59,7 @@ func TestUp(t *testing.T) {
 		testhub.WaitFor(t, 20*time.Second, "inspect --verify to check the local bridge's journal", func() bool {
 			var code int
 			out, code = runProc(t, env, "inspect", "@admin/demo", "--verify", "--token", tok)
-			return code == 0 && strings.Contains(out, "the timeline holds all")
+			return code == 0 && strings.Contains(out, "is whole") && !strings.Contains(out, "NOTE:")
 		})
 		if strings.Contains(out, "no bridge journal") {
 			t.Fatalf("inspect --verify did not find up's journal:\n%s", out)
