@@ -183,7 +183,11 @@ func (a *Attached) Start(ctx context.Context) error {
 		return wheelhouse.Wrap(err, "cannot create the note key %s", a.proj.KeyFile())
 	}
 	a.key = key
-	perms, err := claudehook.Listen(a.proj.Socket(), a.decide)
+	sock, err := a.proj.PrepareSocket()
+	if err != nil {
+		return wheelhouse.Errorf(wheelhouse.EUnavailable, "agent %q: the permission socket: %v", a.d.Agent.Name, err)
+	}
+	perms, err := claudehook.Listen(sock, a.decide)
 	if err != nil {
 		return wheelhouse.Errorf(wheelhouse.EUnavailable, "agent %q: %v", a.d.Agent.Name, err)
 	}
@@ -415,6 +419,7 @@ func (a *Attached) Close() error {
 	}
 	if perms != nil {
 		perms.Close()
+		a.proj.ReleaseSocket()
 	}
 	a.events.close()
 	return nil
@@ -451,6 +456,7 @@ func (a *Attached) sweep() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.now()
+	a.proj.SweepDelivered(now)
 	taken := map[string][]string{} // note file name → claimed/ entries
 	entries, _ := os.ReadDir(a.proj.Claimed())
 	for _, e := range entries {
