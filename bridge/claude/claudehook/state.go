@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-		"strings"
+	"strings"
 	"time"
 )
 
