@@ -466,6 +466,7 @@ func TestAttachedPermissionThroughSocket(t *testing.T) {
 		m := newMachine(t)
 		gate := &testGate{decide: func(bridge.ApprovalAsk) error { return nil }}
 		startAttached(t, m, nil, gate)
+		startSession(t, m, testSession)
 		out, _ := runHook(t, m, permReq)
 		d := decision(t, out)
 		if d["behavior"] != "allow" {
@@ -510,6 +511,7 @@ func TestAttachedPermissionThroughSocket(t *testing.T) {
 		m := newMachine(t)
 		gate := &offlineGate{testGate{decide: func(bridge.ApprovalAsk) error { return nil }}}
 		startAttached(t, m, nil, gate)
+		startSession(t, m, testSession)
 		if out := mustHook(t, m, permReq); out != "" {
 			t.Fatalf("out %q", out)
 		}
@@ -525,6 +527,7 @@ func TestAttachedPermissionThroughSocket(t *testing.T) {
 		m := newMachine(t)
 		gate := &testGate{decide: func(bridge.ApprovalAsk) error { return nil }}
 		startAttached(t, m, map[string]string{"permissions": "terminal"}, gate)
+		startSession(t, m, testSession)
 		if out := mustHook(t, m, permReq); out != "" {
 			t.Fatalf("out %q", out)
 		}
@@ -534,6 +537,7 @@ func TestAttachedPermissionThroughSocket(t *testing.T) {
 	})
 	t.Run("BridgeDownFallsBackToClaudePrompt", func(t *testing.T) {
 		m, p, _ := newProject(t)
+		startSession(t, m, testSession)
 		if out, _ := runHook(t, m, permReq); out != "" {
 			t.Fatalf("out %q", out)
 		}
@@ -555,4 +559,12 @@ func mustHook(t *testing.T, m machine, in string) string {
 		t.Fatalf("exit %d", code)
 	}
 	return out
+}
+
+// startSession runs the hook's SessionStart for a fresh session, as
+// Claude Code does when it starts one: a session the hook never saw start
+// counts as tainted.
+func startSession(t *testing.T, m machine, sid string) {
+	t.Helper()
+	mustHook(t, m, `{"session_id":"`+sid+`","cwd":"/p","hook_event_name":"SessionStart","source":"startup"}`)
 }

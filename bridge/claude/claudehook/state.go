@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,6 +195,10 @@ func (p Project) PrepareSocket() (string, error) {
 		return s, ownedPrivateDir(p.Root)
 	}
 	if old := p.Socket(); old != "" && ownedPrivateDir(filepath.Dir(old)) == nil {
+		if c, err := net.DialTimeout("unix", old, time.Second); err == nil {
+			c.Close()
+			return "", fmt.Errorf("another bridge is already attached to this project (it listens on %s)", old)
+		}
 		_ = os.RemoveAll(filepath.Dir(old))
 	}
 	dir, err := os.MkdirTemp("", "wheelhouse-hook-")
