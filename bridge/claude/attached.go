@@ -521,11 +521,6 @@ func (a *Attached) claimedNow(name string) bool {
 	return len(m) > 0
 }
 
-// hubStatus is implemented by a gate that knows whether the hub is
-// reachable (bridge.Bridge's is): with no hub, no owner decision can come
-// from the browser, so a permission prompt falls back at once.
-type hubStatus interface{ HubConnected() bool }
-
 // decide answers a request of the owner's session through the approval
 // gate. Only a redeemed grant allows.
 func (a *Attached) decide(ctx context.Context, req claudehook.PermRequest) claudehook.PermAnswer {
@@ -537,19 +532,24 @@ func (a *Attached) decide(ctx context.Context, req claudehook.PermRequest) claud
 	if err := json.Unmarshal(req.Input, &args); err != nil {
 		return claudehook.PermAnswer{Behavior: claudehook.BehaviorDeny, Message: "Wheelhouse could not read the tool input; denied."}
 	}
-	if hs, ok := a.d.Gate.(hubStatus); ok && !hs.HubConnected() {
-		if !tainted {
-			a.log.Info("hub unreachable: Claude Code asks in the terminal", "tool", req.Tool)
-			return claudehook.PermAnswer{Behavior: claudehook.BehaviorTerminal}
-		}
-		return claudehook.PermAnswer{Behavior: claudehook.BehaviorDeny,
-			Message: "Denied through Wheelhouse: non-owner words reached this session and the hub is unreachable, so the owner cannot be asked."}
-	}
 	a.mu.Lock()
 	turn := a.turn
 	a.mu.Unlock()
 	call := bridge.ToolCall{Tool: req.Tool, Args: args}
 	if err := askAndRedeem(ctx, a.d.Gate, bridge.ApprovalAsk{TurnID: turn, Call: call, Summary: summarizeCall(call), Diff: diffOf(call), Tainted: tainted}); err != nil {
+		if errors.Is(err, bridge.ErrHubUnreachable) {
+			// No owner decision can come through the hub, and the gate
+			// answered at once. The owner sits at this session's
+			// terminal: in a session only their words reached, its own
+			// prompt asks them; in a tainted one that prompt is where a
+			// teammate's words would be approved in a hurry, so deny.
+			if !tainted {
+				a.log.Info("hub unreachable: Claude Code asks in the terminal", "tool", req.Tool)
+				return claudehook.PermAnswer{Behavior: claudehook.BehaviorTerminal}
+			}
+			return claudehook.PermAnswer{Behavior: claudehook.BehaviorDeny,
+				Message: "Denied through Wheelhouse: non-owner words reached this session and the hub is unreachable, so the owner cannot be asked."}
+		}
 		a.log.Info("permission denied", "tool", req.Tool, "reason", err)
 		return claudehook.PermAnswer{Behavior: claudehook.BehaviorDeny, Message: "Denied through Wheelhouse: " + err.Error()}
 	}
