@@ -86,7 +86,10 @@ type pendingNote struct {
 	turnID    string
 	session   string
 	expires   time.Time
-	delivered bool // a note for every session: some session took it
+	delivered bool   // a note for every session: some session took it
+	endedFor  string // the session it was for, which ended before taking it
+	sender    string // with endedFor: the note's sender and text, shown to the owner if it expires
+	text      string
 }
 
 // NewAttached returns the harness for d.Agent (Kind "claude-attach").
@@ -479,12 +482,17 @@ func (a *Attached) sweep() {
 		}
 		delete(a.pending, name)
 		os.Remove(filepath.Join(a.proj.Claimed(), e.Name()))
-		a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Text: p.steerID})
+		ev := bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Text: p.steerID}
+		if p.endedFor != "" {
+			ev.Detail = fmt.Sprintf("delivered to the owner's next Claude Code session in the project (%s): the session it was for (%s) had ended", session, p.endedFor)
+		}
+		a.events.push(ev)
 		if a.session == "" && (a.bound == "" || !a.proj.HasSession(a.bound)) {
 			a.log.Info("notes for this project now go to the Claude Code session that took the first one", "session", session)
 			a.bindLocked(session)
 		}
 	}
+	a.followEndedLocked()
 	for name, p := range a.pending {
 		if now.Before(p.expires) {
 			continue
@@ -501,7 +509,13 @@ func (a *Attached) sweep() {
 			}
 		case err == nil:
 			delete(a.pending, name)
-			a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Status: "expired", Text: p.steerID})
+			ev := bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Status: "expired", Text: p.steerID}
+			if p.endedFor != "" {
+				ev.Detail = fmt.Sprintf("the Claude Code session it was for (%s) ended and no later session in the project took it in time; it was shown to the owner on their bridge", p.endedFor)
+				a.log.Warn("a note for a Claude Code session that ended was not taken by any later session; here it is", "session", p.endedFor, "steer", p.steerID,
+					"from", p.sender, "text", p.text)
+			}
+			a.events.push(ev)
 		case errors.Is(err, fs.ErrNotExist):
 			if len(taken[name]) == 0 && !a.claimedNow(name) {
 				// Neither in the inbox nor claimed: someone removed it.
@@ -510,6 +524,40 @@ func (a *Attached) sweep() {
 			}
 		default:
 			a.log.Warn("cannot expire note", "note", name, "err", err)
+		}
+	}
+}
+
+// followEndedLocked readdresses the pending notes of a session that ended
+// (SessionEnd) before taking them to the owner's next session in the
+// project (the first to take one, which the attachment then binds to).
+// A session named by option session keeps its notes: the owner chose it.
+func (a *Attached) followEndedLocked() {
+	if a.session != "" {
+		return
+	}
+	for name, p := range a.pending {
+		if p.session == "" || p.session == claudehook.SessionAll || a.proj.HasSession(p.session) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(a.proj.Inbox(), name))
+		if err != nil {
+			continue // taken just now, or gone: the sweep reports it
+		}
+		n, err := a.proj.OpenNote(a.key, name, b)
+		if err != nil {
+			continue
+		}
+		n.Session = ""
+		if a.proj.WriteNote(a.key, name, n) != nil {
+			continue
+		}
+		a.log.Info("the Claude Code session a note was for ended; the owner's next session in the project gets it", "session", p.session, "steer", p.steerID)
+		p.endedFor, p.session = p.session, ""
+		p.sender, p.text = n.Sender, n.Text
+		a.pending[name] = p
+		if a.bound == p.endedFor {
+			a.bindLocked("")
 		}
 	}
 }
