@@ -241,6 +241,11 @@ func TestAttachedSquattedSocketWithClaude(t *testing.T) {
 			if res := strings.Join(reqs[len(reqs)-1].ToolResults(), " "); !strings.Contains(res, "not the owner's bridge") {
 				t.Errorf("the model got %q", res)
 			}
+			if c.folderOwner == "squatter" {
+				if rep := doctorOn(m); !strings.Contains(strings.Join(rep.Problems, " "), "the permission socket's folder") {
+					t.Errorf("doctor does not report the squatted folder:\n%s", rep)
+				}
+			}
 		})
 	}
 }

@@ -185,7 +185,9 @@ func DoctorWith(o DoctorOptions) Report {
 			r.Problems = append(r.Problems, fmt.Sprintf("the note key: %v", err))
 		}
 	}
-	if c, err := net.DialTimeout("unix", proj.Socket(), 500*time.Millisecond); err == nil {
+	if err := proj.SocketProblem(); err != nil {
+		r.Problems = append(r.Problems, fmt.Sprintf("the permission socket's folder: %v; the hook denies what it would ask there — stop the bridge, remove the folder and start the bridge again", err))
+	} else if c, err := net.DialTimeout("unix", proj.Socket(), 500*time.Millisecond); err == nil {
 		c.Close()
 		r.BridgeUp = true
 	}

@@ -198,3 +198,19 @@ func TestSocketFolderOfAnotherUserDenied(t *testing.T) {
 		t.Fatalf("untainted permission prompt with a squatted socket: %+v", h)
 	}
 }
+
+func TestSocketProblemReported(t *testing.T) {
+	f := newProject(t)
+	sock, err := f.p.PrepareSocket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.SocketProblem(); err != nil {
+		t.Fatalf("a fresh socket folder: %v", err)
+	}
+	os.Chmod(filepath.Dir(sock), 0o755)
+	if err := f.p.SocketProblem(); err == nil || !strings.Contains(err.Error(), "not a private folder") {
+		t.Fatalf("a folder others may enter: %v", err)
+	}
+	os.Chmod(filepath.Dir(sock), 0o700)
+}

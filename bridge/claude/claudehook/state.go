@@ -221,6 +221,20 @@ func (p Project) PrepareSocket() (string, error) {
 	return s, nil
 }
 
+// SocketProblem says what is wrong with the folder the socket is in (a
+// folder of another user, or one others may enter), nil if nothing or if
+// there is none yet.
+func (p Project) SocketProblem() error {
+	s := p.Socket()
+	if s == "" {
+		return nil
+	}
+	if err := ownedPrivateDir(filepath.Dir(s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // ReleaseSocket removes the private folder PrepareSocket made for a long
 // path (bridge side, at Close).
 func (p Project) ReleaseSocket() {
