@@ -184,6 +184,9 @@ func (s *PermServer) serve() {
 
 func (s *PermServer) handle(c net.Conn) {
 	defer c.Close()
+	if uid, ok, err := peerUID(c); err != nil || ok && uid != os.Getuid() {
+		return // only the owner's own hooks ask (the folder admits no one else anyway)
+	}
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	r := bufio.NewReaderSize(c, 64<<10)
 	line, err := r.ReadBytes('\n')
