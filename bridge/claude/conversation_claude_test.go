@@ -105,6 +105,23 @@ func TestAttachedTaintFollowsTheConversationWithClaude(t *testing.T) {
 		t.Fatalf("claude: %v: %s", err, out)
 	}
 	countDestructive(t, "attached: fork of a tainted session: rm -rf build under an allow rule", !m.exists("build"), false)
+
+	// The taint record itself is lost (say the state folder was restored
+	// from an old backup): the transcript still holds the relayed note,
+	// and the hook finds it when the session is resumed.
+	t.Run("TranscriptHoldsTheNote", func(t *testing.T) {
+		if err := os.Remove(claudehook.TaintFile(m.state, s)); err != nil {
+			t.Fatal(err)
+		}
+		before := len(gate.Asks())
+		if out, err := runClaudeIn(t, ctx, m, m.dir, stub, "run `touch transcript-ran`", "--resume", s); err != nil {
+			t.Fatalf("claude: %v: %s", err, out)
+		}
+		countDestructive(t, "attached: resumed session whose transcript holds a teammate's note: touch under an allow rule", m.exists("transcript-ran"), false)
+		if len(gate.Asks()) == before || !claudehook.IsTainted(m.state, s) {
+			t.Error("the transcript's relayed note did not taint the resumed session")
+		}
+	})
 }
 
 // squatterEnv makes the test binary a listener that answers "allow" to
