@@ -183,9 +183,11 @@ func TestSocketFolderOfAnotherUserDenied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(f.p.ReleaseSocket)
 	if err := os.Chown(filepath.Dir(sock), 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.Chown(filepath.Dir(sock), 0, 0) })
 	if _, err := Listen(sock, nil); err == nil || !strings.Contains(err.Error(), "another user") {
 		t.Fatalf("the bridge listened in another user's folder: %v", err)
 	}
@@ -205,6 +207,7 @@ func TestSocketProblemReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(f.p.ReleaseSocket)
 	if err := f.p.SocketProblem(); err != nil {
 		t.Fatalf("a fresh socket folder: %v", err)
 	}

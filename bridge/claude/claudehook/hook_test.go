@@ -428,6 +428,7 @@ func bridgeStub(t *testing.T, f fixture, decide func(context.Context, PermReques
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(f.p.ReleaseSocket)
 	s, err := Listen(sock, func(ctx context.Context, r PermRequest) PermAnswer {
 		mu.Lock()
 		got = append(got, r)
@@ -449,6 +450,7 @@ func silentBridge(t *testing.T, f fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(f.p.ReleaseSocket)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

@@ -41,25 +41,26 @@ const EnvStateDir = "WHEELHOUSE_STATE_DIR"
 // folder (a project no bridge attached to has none, and the hook does
 // nothing there).
 const (
-	claudeDirName   = "claude"
-	projectsDirName = "p"
-	keyName         = "note.key"
-	taintDirName    = "taint"
-	knownDirName    = "known"
-	deliveredDir    = "delivered"
-	socketDirName   = "socket-dir"
-	projectFileName = "project"
-	inboxDirName    = "inbox"
-	claimedDirName  = "claimed"
-	rejectedDirName = "rejected"
-	rejectedLogName = "rejected.log"
-	sessionsDirName = "sessions"
-	socketName      = "hook.sock"
-	seenName        = "hook-seen"
-	deliveredName   = "hook-delivered"
-	statusName      = "hook-status.json"
-	noteExt         = ".json"
-	maxSocketPath   = 100 // sun_path is 104 (BSD) or 108 (Linux) bytes
+	claudeDirName    = "claude"
+	projectsDirName  = "p"
+	keyName          = "note.key"
+	taintDirName     = "taint"
+	knownDirName     = "known"
+	deliveredDir     = "delivered"
+	socketDirName    = "socket-dir"
+	socketTempPrefix = "wheelhouse-hook-"
+	projectFileName  = "project"
+	inboxDirName     = "inbox"
+	claimedDirName   = "claimed"
+	rejectedDirName  = "rejected"
+	rejectedLogName  = "rejected.log"
+	sessionsDirName  = "sessions"
+	socketName       = "hook.sock"
+	seenName         = "hook-seen"
+	deliveredName    = "hook-delivered"
+	statusName       = "hook-status.json"
+	noteExt          = ".json"
+	maxSocketPath    = 100 // sun_path is 104 (BSD) or 108 (Linux) bytes
 )
 
 // StateRoot is the shared state directory for env (a process environment,
@@ -199,9 +200,9 @@ func (p Project) PrepareSocket() (string, error) {
 			c.Close()
 			return "", fmt.Errorf("another bridge is already attached to this project (it listens on %s)", old)
 		}
-		_ = os.RemoveAll(filepath.Dir(old))
+		removeSocketDir(old)
 	}
-	dir, err := os.MkdirTemp("", "wheelhouse-hook-")
+	dir, err := os.MkdirTemp("", socketTempPrefix+"*")
 	if err != nil {
 		return "", err
 	}
@@ -242,9 +243,20 @@ func (p Project) ReleaseSocket() {
 		return
 	}
 	if s := p.Socket(); s != "" && ownedPrivateDir(filepath.Dir(s)) == nil {
-		_ = os.RemoveAll(filepath.Dir(s))
+		removeSocketDir(s)
 	}
 	_ = os.Remove(filepath.Join(p.Root, socketDirName))
+}
+
+// removeSocketDir removes a socket and the folder PrepareSocket made for
+// it — only a folder of that name, and only if nothing else is in it.
+func removeSocketDir(sock string) {
+	dir := filepath.Dir(sock)
+	if !strings.HasPrefix(filepath.Base(dir), socketTempPrefix) {
+		return
+	}
+	_ = os.Remove(sock)
+	_ = os.Remove(dir)
 }
 
 // DeliveredDir holds a record of every note delivered once.
