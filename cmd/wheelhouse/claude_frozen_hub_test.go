@@ -161,6 +161,11 @@ dir = %q
 			t.Fatal(err)
 		}
 		m := w.expect(t, `approve: wheelhouse approve (\S+) --hash (\S+)`)
+		// The bridge's log names the taint in words (it once read
+		// "[tainted: steered by @]": the session's own record has no names).
+		if l := r.bridge.expect(t, `approval needed `+m[1]+`.*`)[0]; !strings.Contains(l, "[tainted: words from someone other than the owner reached the session]") {
+			t.Errorf("the bridge logged %q", l)
+		}
 		if out, code := runCmd(t, "approve", m[1], "--hash", m[2], "--socket", sock); code != 0 {
 			t.Fatalf("approve: %s", out)
 		}
