@@ -3,6 +3,7 @@ package claudehook
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,4 +217,24 @@ func TestSocketProblemReported(t *testing.T) {
 		t.Fatalf("a folder others may enter: %v", err)
 	}
 	os.Chmod(filepath.Dir(sock), 0o700)
+}
+
+// A session an earlier version saw start (its session record says
+// startup, and there is no known/ record yet) is not tainted by the
+// upgrade.
+func TestSessionSeenStartingByAnEarlierVersion(t *testing.T) {
+	f := newProject(t)
+	got := allowAll(t, f)
+	b, _ := json.Marshal(Session{ID: sessC, FirstSeen: time.Now(), Source: "startup"})
+	os.WriteFile(filepath.Join(f.p.Sessions(), sessC+".json"), b, 0o600)
+	if out := f.run(t, rmBuildC); out != "" || len(*got) != 0 || IsTainted(f.p.StateRoot, sessC) {
+		t.Fatalf("the upgrade tainted a session seen starting clean: %q", out)
+	}
+	// One first seen mid-way (no source) is tainted.
+	b, _ = json.Marshal(Session{ID: sessC, FirstSeen: time.Now()})
+	os.Remove(KnownFile(f.p.StateRoot, sessC))
+	os.WriteFile(filepath.Join(f.p.Sessions(), sessC+".json"), b, 0o600)
+	if f.run(t, rmBuildC); !IsTainted(f.p.StateRoot, sessC) {
+		t.Fatal("a session an earlier version first saw at a tool call is clean")
+	}
 }

@@ -2,6 +2,7 @@ package claudehook
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,22 @@ func markKnown(root, session string) error {
 	return f.Close()
 }
 
+// startedClean reports whether the project's record of session id says
+// the hook saw it start (source startup): how versions before known/ left
+// it. Such a session counts as known (and is recorded so).
+func (p Project) startedClean(id string) bool {
+	b, err := os.ReadFile(p.sessionFile(id))
+	if err != nil {
+		return false
+	}
+	var s Session
+	if json.Unmarshal(b, &s) != nil || s.Source != "startup" {
+		return false
+	}
+	_ = markKnown(p.StateRoot, id)
+	return true
+}
+
 // observe records this hook run of the session (its session file) and
 // decides whether the session is tainted. The taint follows the
 // conversation, not the session id: a session is tainted when
@@ -58,7 +75,7 @@ func markKnown(root, session string) error {
 // the error returned.
 func (h hookRun) observe(in hookInput) (bool, error) {
 	sid := in.SessionID
-	known := isKnown(h.root, sid)
+	known := isKnown(h.root, sid) || h.p.startedClean(sid)
 	var why string
 	switch {
 	case in.Event == "SessionStart" && in.Source != "startup" && !known:
