@@ -688,6 +688,8 @@ func FuzzRun(f *testing.F) {
 	f.Add(event("PermissionRequest", sessA, `"tool_name":"Bash","tool_input":{"command":"x"}`))
 	f.Add(event("SessionStart", sessA, `"source":"resume"`))
 	f.Add(`[1,2`)
+	f.Add(event("SessionStart", sessC, `"source":"fork","transcript_path":"/dev/null"`))
+	f.Add(`{"session_id":"` + sessA + `","cwd":"/","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{}}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		fx := newProject(t)
 		fx.queue(t, Note{SteerID: "f", Session: sessA, Text: "fuzz note"})
