@@ -174,13 +174,17 @@ const watchKeepAlive = 15 * time.Second
 // approvalWatch counts the owner's watching clients and wakes them when
 // the waiting requests change.
 type approvalWatch struct {
-	mu sync.Mutex
-	n  int
-	ch chan struct{}
+	mu   sync.Mutex
+	n    int
+	ch   chan struct{}
+	gone chan struct{} // closed when the last watcher leaves
 }
 
 func (w *approvalWatch) add() (done func()) {
 	w.mu.Lock()
+	if w.n == 0 {
+		w.gone = make(chan struct{})
+	}
 	w.n++
 	w.mu.Unlock()
 	var once sync.Once
@@ -188,9 +192,25 @@ func (w *approvalWatch) add() (done func()) {
 		once.Do(func() {
 			w.mu.Lock()
 			w.n--
+			if w.n == 0 {
+				close(w.gone)
+			}
 			w.mu.Unlock()
 		})
 	}
+}
+
+// left returns a channel closed once no one watches any more (already
+// closed if no one does now).
+func (w *approvalWatch) left() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return w.gone
 }
 
 func (w *approvalWatch) watched() bool {

@@ -172,6 +172,7 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 		r.b.heartbeat()
 	}()
 
+	var unwatched <-chan struct{} // with the hub unreachable: the owner stopped watching
 	if err := g.toHub(ctx, req); err != nil {
 		// No owner decision can come from the browser. Unless the owner
 		// watches on this machine (wheelhouse approvals --watch), nobody
@@ -182,6 +183,7 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 			return nil, fmt.Errorf("%w (%v), and no one watches for approvals on the owner's machine: denied", ErrHubUnreachable, err)
 		}
 		logf("could not reach the hub for approval %s of %s (%v); waiting for a decision on this machine (wheelhouse approvals --watch is running)", req.ID, ask.Call.Tool, err)
+		unwatched = r.b.watch.left()
 	} else {
 		r.journalApproval(req)
 	}
@@ -219,6 +221,10 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 		}
 		logf("%s %s", req.ID, why)
 		return nil, errors.New(why)
+	case <-unwatched:
+		logf("%s denied: the hub is unreachable and no one watches for approvals on this machine any more", req.ID)
+		r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: req.ID, Agent: r.cfg.Name, Status: wire.ApprovalVoided, Reason: "the bridge could not reach the hub"})
+		return nil, fmt.Errorf("%w, and the owner stopped watching for approvals on their machine: denied", ErrHubUnreachable)
 	case <-t.C:
 		logf("%s expired — denied", req.ID)
 		r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: req.ID, Agent: r.cfg.Name, Status: wire.ApprovalExpired, Reason: "not decided in time"})

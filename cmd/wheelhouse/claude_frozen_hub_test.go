@@ -175,5 +175,33 @@ dir = %q
 		if _, err := os.Stat(filepath.Join(proj, "approved-while-hub-stopped")); err != nil {
 			t.Fatalf("the owner's approval on the machine did not let the call run: %s", out.String())
 		}
+		w.cmd.Process.Signal(os.Interrupt)
+		w.cmd.Wait()
+	})
+	// The owner stops watching while a request waits for them: with the
+	// hub still unreachable, no decision can come, and it is denied then.
+	t.Run("WatcherLeavingDenies", func(t *testing.T) {
+		w := startProc(t, nil, "approvals", "--watch", "--socket", sock)
+		w.expect(t, `^Watching for approval requests`)
+		cmd := claude("run `touch after-the-watcher-left`", "--resume", tainted)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w.expect(t, `approve: wheelhouse approve (\S+) --hash (\S+)`)
+		w.cmd.Process.Signal(os.Interrupt)
+		w.cmd.Wait()
+		left := time.Now()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("claude: %v: %s", err, out.String())
+		}
+		t.Logf("denied %v after the watcher left", time.Since(left).Round(time.Millisecond))
+		if time.Since(left) > time.Minute {
+			t.Errorf("the request waited %v after the owner stopped watching", time.Since(left))
+		}
+		if _, err := os.Stat(filepath.Join(proj, "after-the-watcher-left")); err == nil {
+			t.Fatal("ran with no one to decide")
+		}
 	})
 }
