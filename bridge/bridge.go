@@ -67,6 +67,7 @@ type Bridge struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	control *controlServer
+	watch   approvalWatch // the owner's `wheelhouse approvals --watch` clients
 	trust   *trustStore
 	enroll  enrollCode
 	// offset is the hub's clock minus ours (nanoseconds), learned at each

@@ -28,9 +28,10 @@ func DefaultControlSocket() string {
 
 // ControlRequest is one line a local client sends.
 type ControlRequest struct {
-	// Op: list, decide (approvals); devices, devices-add, devices-revoke;
-	// invitation (accept or decline one); rooms; say (the owner's words to
-	// Agent: Text, in Room and Thread).
+	// Op: list, decide (approvals), watch (the list now and at every
+	// change, until the client hangs up); devices, devices-add,
+	// devices-revoke; invitation (accept or decline one); rooms; say (the
+	// owner's words to Agent: Text, in Room and Thread).
 	Op         string `json:"op"`
 	ID         string `json:"id,omitempty"`
 	Decision   string `json:"decision,omitempty"` // approve, deny; accept, decline
@@ -122,21 +123,132 @@ func (s *controlServer) serve() {
 					enc.Encode(ControlReply{Error: "malformed request"})
 					continue
 				}
+				if req.Op == "watch" {
+					s.watchApprovals(c, sc, enc)
+					return
+				}
 				enc.Encode(s.handle(req))
 			}
 		}()
 	}
 }
 
+// pendingApprovals lists every agent's waiting requests, the soonest to
+// expire first.
+func (b *Bridge) pendingApprovals() []wire.ApprovalRequest {
+	var out []wire.ApprovalRequest
+	for _, r := range b.agents {
+		out = append(out, r.gate.list()...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Expires.Before(out[j].Expires) })
+	return out
+}
+
+// watchApprovals sends the waiting requests now and after every change
+// (and every watchKeepAlive), until the client hangs up or the bridge
+// stops. While it runs the owner is watching: a request the hub cannot
+// take waits here for the owner instead of being denied at once.
+func (s *controlServer) watchApprovals(c net.Conn, sc *bufio.Scanner, enc *json.Encoder) {
+	done := s.b.watch.add()
+	defer done()
+	gone := make(chan struct{})
+	go func() {
+		for sc.Scan() { // anything more the client sends is ignored
+		}
+		close(gone)
+	}()
+	for {
+		wake := s.b.watch.wait()
+		c.SetDeadline(time.Now().Add(watchKeepAlive + 10*time.Second))
+		if err := enc.Encode(ControlReply{OK: true, Approvals: s.b.pendingApprovals()}); err != nil {
+			return
+		}
+		select {
+		case <-wake:
+		case <-time.After(watchKeepAlive):
+		case <-gone:
+			return
+		case <-s.b.stop:
+			return
+		}
+	}
+}
+
+// watchKeepAlive is how often a watcher hears from the bridge with no
+// change (so a dead client is noticed).
+const watchKeepAlive = 15 * time.Second
+
+// approvalWatch counts the owner's watching clients and wakes them when
+// the waiting requests change.
+type approvalWatch struct {
+	mu   sync.Mutex
+	n    int
+	ch   chan struct{}
+	gone chan struct{} // closed when the last watcher leaves
+}
+
+func (w *approvalWatch) add() (done func()) {
+	w.mu.Lock()
+	if w.n == 0 {
+		w.gone = make(chan struct{})
+	}
+	w.n++
+	w.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			w.n--
+			if w.n == 0 {
+				close(w.gone)
+			}
+			w.mu.Unlock()
+		})
+	}
+}
+
+// left returns a channel closed once no one watches any more (already
+// closed if no one does now).
+func (w *approvalWatch) left() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return w.gone
+}
+
+func (w *approvalWatch) watched() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n > 0
+}
+
+// wait returns a channel closed at the next change.
+func (w *approvalWatch) wait() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(chan struct{})
+	}
+	return w.ch
+}
+
+func (w *approvalWatch) changed() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch != nil {
+		close(w.ch)
+		w.ch = nil
+	}
+}
+
 func (s *controlServer) handle(req ControlRequest) ControlReply {
 	switch req.Op {
 	case "list":
-		var out []wire.ApprovalRequest
-		for _, r := range s.b.agents {
-			out = append(out, r.gate.list()...)
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i].Expires.Before(out[j].Expires) })
-		return ControlReply{OK: true, Approvals: out}
+		return ControlReply{OK: true, Approvals: s.b.pendingApprovals()}
 	case "decide":
 		if req.Decision != "approve" && req.Decision != "deny" {
 			return ControlReply{Error: "decision must be approve or deny"}
@@ -232,6 +344,40 @@ func (b *Bridge) answerInvitation(id int64, decision string) error {
 	}
 	_, err = ask(wire.InvitationsRequest{Decide: decision, ID: id})
 	return err
+}
+
+// WatchApprovals asks a running bridge for its waiting approval requests
+// and calls f with the list now and after every change, until ctx ends,
+// the bridge goes away (an error) or f returns false. While it runs, the
+// bridge counts the owner as watching (see ErrHubUnreachable).
+func WatchApprovals(ctx context.Context, path string, f func([]wire.ApprovalRequest) bool) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return wh.Errorf(wh.EUnavailable, "no bridge is running here (nothing listens on %s): start it with wheelhouse bridge run, or pass --socket", path)
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
+	if err := json.NewEncoder(c).Encode(ControlRequest{Op: "watch"}); err != nil {
+		return wh.Wrap(err, "send to the bridge")
+	}
+	dec := json.NewDecoder(bufio.NewReader(c))
+	for {
+		var rep ControlReply
+		if err := dec.Decode(&rep); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return wh.Errorf(wh.EUnavailable, "the bridge went away: %v", err)
+		}
+		if !rep.OK {
+			return errors.New(rep.Error)
+		}
+		if !f(rep.Approvals) {
+			return nil
+		}
+	}
 }
 
 // Control sends one request to a running bridge's control socket.

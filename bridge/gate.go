@@ -163,33 +163,39 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	g.mu.Lock()
 	g.pending[req.ID] = p
 	g.mu.Unlock()
+	r.b.watch.changed()
 	defer func() {
 		g.mu.Lock()
 		delete(g.pending, req.ID)
 		g.mu.Unlock()
+		r.b.watch.changed()
 		r.b.heartbeat()
 	}()
 
-	data, _ := json.Marshal(req)
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	m, err := r.b.nc.RequestWithContext(rctx, wire.FromBridge(r.b.cfg.Creds.BridgeID, wire.KindApproval), data)
-	cancel()
-	var ack wire.Ack
-	if err == nil {
-		json.Unmarshal(m.Data, &ack)
-	}
-	if err != nil || !ack.OK {
-		logf("could not reach the hub for approval of %s; denied (the local CLI can still decide): %v %s", ask.Call.Tool, err, ack.Message)
-		r.journalRefused(req, err, ack.Message)
+	var unwatched <-chan struct{} // with the hub unreachable: the owner stopped watching
+	if err := g.toHub(ctx, req); err != nil {
+		// No owner decision can come from the browser. Unless the owner
+		// watches on this machine (wheelhouse approvals --watch), nobody
+		// can decide: the answer is a denial now, not at the expiry.
+		if !r.b.watch.watched() {
+			logf("could not reach the hub for approval %s of %s (%v): denied at once; to decide on this machine while the hub is away, run wheelhouse approvals --watch", req.ID, ask.Call.Tool, err)
+			r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: req.ID, Agent: r.cfg.Name, Status: wire.ApprovalVoided, Reason: "the bridge could not reach the hub"})
+			return nil, fmt.Errorf("%w (%v), and no one watches for approvals on the owner's machine: denied", ErrHubUnreachable, err)
+		}
+		logf("could not reach the hub for approval %s of %s (%v); waiting for a decision on this machine (wheelhouse approvals --watch is running)", req.ID, ask.Call.Tool, err)
+		unwatched = r.b.watch.left()
 	} else {
 		r.journalApproval(req)
 	}
 	taint := ""
-	if tainted {
+	switch {
+	case tainted && len(steeredBy) > 0:
 		taint = " [tainted: steered by @" + strings.Join(steeredBy, ", @") + "]"
-		if inputs.Unverified {
-			taint += " [words not verified as yours]"
-		}
+	case tainted:
+		taint = " [tainted: words from someone other than the owner reached the session]"
+	}
+	if inputs.Unverified {
+		taint += " [words not verified as yours]"
 	}
 	if req.DataTainted {
 		taint += " [contains " + authz.DataPhrase(req.Data) + "]"
@@ -218,6 +224,10 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 		}
 		logf("%s %s", req.ID, why)
 		return nil, errors.New(why)
+	case <-unwatched:
+		logf("%s denied: the hub is unreachable and no one watches for approvals on this machine any more", req.ID)
+		r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: req.ID, Agent: r.cfg.Name, Status: wire.ApprovalVoided, Reason: "the bridge could not reach the hub"})
+		return nil, fmt.Errorf("%w, and the owner stopped watching for approvals on their machine: denied", ErrHubUnreachable)
 	case <-t.C:
 		logf("%s expired — denied", req.ID)
 		r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: req.ID, Agent: r.cfg.Name, Status: wire.ApprovalExpired, Reason: "not decided in time"})
@@ -226,6 +236,46 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 		r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: req.ID, Agent: r.cfg.Name, Status: wire.ApprovalVoided, Reason: "the agent withdrew the request"})
 		return nil, ctx.Err()
 	}
+}
+
+// ErrHubUnreachable is the gate's answer when the bridge cannot hand a
+// request to the hub and no one watches for approvals on this machine: no
+// decision can come, so the request is denied at once. A harness whose
+// owner sits at a terminal (an attached Claude Code session the owner's
+// words alone steered) may fall back to the terminal's own prompt.
+var ErrHubUnreachable = errors.New("the bridge cannot reach the hub")
+
+// hubPing bounds the round trip that shows the hub's NATS server is there
+// before the gate waits for its answer: a stopped or cut-off hub fails it
+// in that time, however long the hub would take to record the request.
+const hubPing = 2 * time.Second
+
+// toHub hands req to the hub and waits for its acknowledgement.
+func (g *gate) toHub(ctx context.Context, req wire.ApprovalRequest) error {
+	nc := g.r.b.nc
+	if nc == nil || !nc.IsConnected() {
+		return errors.New("not connected")
+	}
+	if err := nc.FlushTimeout(hubPing); err != nil {
+		return fmt.Errorf("no answer within %v: %w", hubPing, err)
+	}
+	data, _ := json.Marshal(req)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	m, err := nc.RequestWithContext(rctx, wire.FromBridge(g.r.b.cfg.Creds.BridgeID, wire.KindApproval), data)
+	if err != nil {
+		g.r.journalRefused(req, err, "")
+		return err
+	}
+	var ack wire.Ack
+	if err := json.Unmarshal(m.Data, &ack); err != nil {
+		return fmt.Errorf("unreadable answer: %w", err)
+	}
+	if !ack.OK {
+		g.r.journalRefused(req, nil, ack.Message)
+		return fmt.Errorf("refused: %s", ack.Message)
+	}
+	return nil
 }
 
 func oneLine(s string) string {

@@ -132,6 +132,9 @@ type Event struct {
 	TurnID string
 	Status string // for EventTurnEnded: completed, interrupted, failed
 	Text   string // message text, progress line, tool summary, failure reason
+	// Detail, for EventInputHandled, is what the sender's receipt says
+	// beyond the status (where the input went, why it expired).
+	Detail string
 	// ItemID and Partial are for streamed messages (EventMessage): updates
 	// of one message share an ItemID; every update but the last is Partial
 	// and carries the whole text so far.

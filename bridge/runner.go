@@ -656,7 +656,7 @@ func (r *runner) onEvent(ev Event) {
 		if ev.Status == "expired" {
 			status, reason = wire.StatusExpired, wire.ReasonExpired
 		}
-		r.b.publish(wire.KindReceipt, wire.Receipt{SteerID: ev.Text, Agent: r.cfg.Name, Status: status, Reason: reason, At: now})
+		r.b.publish(wire.KindReceipt, wire.Receipt{SteerID: ev.Text, Agent: r.cfg.Name, Status: status, Reason: reason, Detail: ev.Detail, At: now})
 	}
 }
 

@@ -86,7 +86,10 @@ type pendingNote struct {
 	turnID    string
 	session   string
 	expires   time.Time
-	delivered bool // a note for every session: some session took it
+	delivered bool   // a note for every session: some session took it
+	endedFor  string // the session it was for, which ended before taking it
+	sender    string // with endedFor: the note's sender and text, shown to the owner if it expires
+	text      string
 }
 
 // NewAttached returns the harness for d.Agent (Kind "claude-attach").
@@ -183,7 +186,11 @@ func (a *Attached) Start(ctx context.Context) error {
 		return wheelhouse.Wrap(err, "cannot create the note key %s", a.proj.KeyFile())
 	}
 	a.key = key
-	perms, err := claudehook.Listen(a.proj.Socket(), a.decide)
+	sock, err := a.proj.PrepareSocket()
+	if err != nil {
+		return wheelhouse.Errorf(wheelhouse.EUnavailable, "agent %q: the permission socket: %v", a.d.Agent.Name, err)
+	}
+	perms, err := claudehook.Listen(sock, a.decide)
 	if err != nil {
 		return wheelhouse.Errorf(wheelhouse.EUnavailable, "agent %q: %v", a.d.Agent.Name, err)
 	}
@@ -415,6 +422,7 @@ func (a *Attached) Close() error {
 	}
 	if perms != nil {
 		perms.Close()
+		a.proj.ReleaseSocket()
 	}
 	a.events.close()
 	return nil
@@ -451,6 +459,7 @@ func (a *Attached) sweep() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.now()
+	a.proj.SweepDelivered(now)
 	taken := map[string][]string{} // note file name → claimed/ entries
 	entries, _ := os.ReadDir(a.proj.Claimed())
 	for _, e := range entries {
@@ -473,12 +482,17 @@ func (a *Attached) sweep() {
 		}
 		delete(a.pending, name)
 		os.Remove(filepath.Join(a.proj.Claimed(), e.Name()))
-		a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Text: p.steerID})
+		ev := bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Text: p.steerID}
+		if p.endedFor != "" {
+			ev.Detail = fmt.Sprintf("delivered to the owner's next Claude Code session in the project (%s): the session it was for (%s) had ended", session, p.endedFor)
+		}
+		a.events.push(ev)
 		if a.session == "" && (a.bound == "" || !a.proj.HasSession(a.bound)) {
 			a.log.Info("notes for this project now go to the Claude Code session that took the first one", "session", session)
 			a.bindLocked(session)
 		}
 	}
+	a.followEndedLocked()
 	for name, p := range a.pending {
 		if now.Before(p.expires) {
 			continue
@@ -495,7 +509,13 @@ func (a *Attached) sweep() {
 			}
 		case err == nil:
 			delete(a.pending, name)
-			a.events.push(bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Status: "expired", Text: p.steerID})
+			ev := bridge.Event{Kind: bridge.EventInputHandled, TurnID: p.turnID, Status: "expired", Text: p.steerID}
+			if p.endedFor != "" {
+				ev.Detail = fmt.Sprintf("the Claude Code session it was for (%s) ended and no later session in the project took it in time; it was shown to the owner on their bridge", p.endedFor)
+				a.log.Warn("a note for a Claude Code session that ended was not taken by any later session; here it is", "session", p.endedFor, "steer", p.steerID,
+					"from", p.sender, "text", p.text)
+			}
+			a.events.push(ev)
 		case errors.Is(err, fs.ErrNotExist):
 			if len(taken[name]) == 0 && !a.claimedNow(name) {
 				// Neither in the inbox nor claimed: someone removed it.
@@ -508,17 +528,46 @@ func (a *Attached) sweep() {
 	}
 }
 
+// followEndedLocked readdresses the pending notes of a session that ended
+// (SessionEnd) before taking them to the owner's next session in the
+// project (the first to take one, which the attachment then binds to).
+// A session named by option session keeps its notes: the owner chose it.
+func (a *Attached) followEndedLocked() {
+	if a.session != "" {
+		return
+	}
+	for name, p := range a.pending {
+		if p.session == "" || p.session == claudehook.SessionAll || a.proj.HasSession(p.session) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(a.proj.Inbox(), name))
+		if err != nil {
+			continue // taken just now, or gone: the sweep reports it
+		}
+		n, err := a.proj.OpenNote(a.key, name, b)
+		if err != nil {
+			continue
+		}
+		n.Session = ""
+		if a.proj.WriteNote(a.key, name, n) != nil {
+			continue
+		}
+		a.log.Info("the Claude Code session a note was for ended; the owner's next session in the project gets it", "session", p.session, "steer", p.steerID)
+		p.endedFor, p.session = p.session, ""
+		p.sender, p.text = n.Sender, n.Text
+		a.pending[name] = p
+		if a.bound == p.endedFor {
+			a.bindLocked("")
+		}
+	}
+}
+
 // claimedNow looks again for a claimed record of note name (a hook may
 // have taken it after the sweep listed claimed/).
 func (a *Attached) claimedNow(name string) bool {
 	m, _ := filepath.Glob(filepath.Join(a.proj.Claimed(), strings.TrimSuffix(name, ".json")+"~*.json"))
 	return len(m) > 0
 }
-
-// hubStatus is implemented by a gate that knows whether the hub is
-// reachable (bridge.Bridge's is): with no hub, no owner decision can come
-// from the browser, so a permission prompt falls back at once.
-type hubStatus interface{ HubConnected() bool }
 
 // decide answers a request of the owner's session through the approval
 // gate. Only a redeemed grant allows.
@@ -531,19 +580,24 @@ func (a *Attached) decide(ctx context.Context, req claudehook.PermRequest) claud
 	if err := json.Unmarshal(req.Input, &args); err != nil {
 		return claudehook.PermAnswer{Behavior: claudehook.BehaviorDeny, Message: "Wheelhouse could not read the tool input; denied."}
 	}
-	if hs, ok := a.d.Gate.(hubStatus); ok && !hs.HubConnected() {
-		if !tainted {
-			a.log.Info("hub unreachable: Claude Code asks in the terminal", "tool", req.Tool)
-			return claudehook.PermAnswer{Behavior: claudehook.BehaviorTerminal}
-		}
-		return claudehook.PermAnswer{Behavior: claudehook.BehaviorDeny,
-			Message: "Denied through Wheelhouse: non-owner words reached this session and the hub is unreachable, so the owner cannot be asked."}
-	}
 	a.mu.Lock()
 	turn := a.turn
 	a.mu.Unlock()
 	call := bridge.ToolCall{Tool: req.Tool, Args: args}
 	if err := askAndRedeem(ctx, a.d.Gate, bridge.ApprovalAsk{TurnID: turn, Call: call, Summary: summarizeCall(call), Diff: diffOf(call), Tainted: tainted}); err != nil {
+		if errors.Is(err, bridge.ErrHubUnreachable) {
+			// No owner decision can come through the hub, and the gate
+			// answered at once. The owner sits at this session's
+			// terminal: in a session only their words reached, its own
+			// prompt asks them; in a tainted one that prompt is where a
+			// teammate's words would be approved in a hurry, so deny.
+			if !tainted {
+				a.log.Info("hub unreachable: Claude Code asks in the terminal", "tool", req.Tool)
+				return claudehook.PermAnswer{Behavior: claudehook.BehaviorTerminal}
+			}
+			return claudehook.PermAnswer{Behavior: claudehook.BehaviorDeny,
+				Message: "Denied through Wheelhouse: non-owner words reached this session and the hub is unreachable, so the owner cannot be asked."}
+		}
 		a.log.Info("permission denied", "tool", req.Tool, "reason", err)
 		return claudehook.PermAnswer{Behavior: claudehook.BehaviorDeny, Message: "Denied through Wheelhouse: " + err.Error()}
 	}

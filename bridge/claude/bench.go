@@ -93,7 +93,7 @@ func BenchHook(ctx context.Context, hookCmd []string, n int) (HookBench, error) 
 	input := []byte(`{"session_id":"bench","transcript_path":"/dev/null","cwd":"` + proj +
 		`","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash",` +
 		`"tool_input":{"command":"echo hi","description":"Say hi"},"tool_use_id":"toolu_bench"}`)
-	run := func(argv []string) (time.Duration, []byte, error) {
+	runWith := func(argv []string, input []byte) (time.Duration, []byte, error) {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Env = env
 		cmd.Dir = proj
@@ -103,6 +103,12 @@ func BenchHook(ctx context.Context, hookCmd []string, n int) (HookBench, error) 
 		start := time.Now()
 		err := cmd.Run()
 		return time.Since(start), out.Bytes(), err
+	}
+	run := func(argv []string) (time.Duration, []byte, error) { return runWith(argv, input) }
+	// The session starts clean, as Claude Code starts it: one the hook
+	// never saw start counts as tainted.
+	if _, _, err := runWith(hookCmd, []byte(`{"session_id":"bench","cwd":"`+proj+`","hook_event_name":"SessionStart","source":"startup"}`)); err != nil {
+		return res, fmt.Errorf("bench: hook: %w", err)
 	}
 	var none, one, shell []time.Duration
 	sh := []string{"sh", "-c", ":"}

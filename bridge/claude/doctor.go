@@ -3,6 +3,7 @@ package claude
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -56,11 +57,11 @@ type SettingsRule struct {
 // OK reports whether nothing is wrong.
 func (r Report) OK() bool { return len(r.Problems) == 0 }
 
-// String is the report as doctor prints it (through termsafe: it quotes
-// files a teammate may have written).
+// String is the report as doctor prints it under its "claude hook in
+// <project>" line (through termsafe: it quotes files a teammate may have
+// written).
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "claude hook in %s\n", r.ProjectDir)
 	yes := func(ok bool) string {
 		if ok {
 			return "ok"
@@ -184,7 +185,9 @@ func DoctorWith(o DoctorOptions) Report {
 			r.Problems = append(r.Problems, fmt.Sprintf("the note key: %v", err))
 		}
 	}
-	if c, err := net.DialTimeout("unix", proj.Socket(), 500*time.Millisecond); err == nil {
+	if err := proj.SocketProblem(); err != nil {
+		r.Problems = append(r.Problems, fmt.Sprintf("the permission socket's folder: %v; the hook denies what it would ask there — stop the bridge, remove the folder and start the bridge again", err))
+	} else if c, err := net.DialTimeout("unix", proj.Socket(), 500*time.Millisecond); err == nil {
 		c.Close()
 		r.BridgeUp = true
 	}
@@ -225,16 +228,70 @@ func DoctorWith(o DoctorOptions) Report {
 	if o.ClaudeDir != "" {
 		userFiles = []string{filepath.Join(o.ClaudeDir, "settings.json")}
 	}
-	r.AllowRules = PermissiveSettings(append(projectFiles, userFiles...))
+	// Claude Code started in a subfolder loads that folder's settings too,
+	// and a teammate can commit one anywhere: every .claude/settings*.json
+	// under the project counts.
+	nested, complete := nestedSettings(proj.Dir)
+	if !complete {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("the project has more than %d folders; doctor looked for .claude/settings*.json files in the first %d only", maxSettingsWalk, maxSettingsWalk))
+	}
+	files := append(append(projectFiles, nested...), userFiles...)
+	r.AllowRules = PermissiveSettings(files)
 	for _, a := range r.AllowRules {
 		where := "your own settings"
-		if slices.Contains(projectFiles, a.File) {
-			where = "the project's settings, which a commit or the agent can change"
+		switch {
+		case a.File == settingsLocal(proj.Dir):
+			where = "the project's local settings, which the agent can change"
+		case slices.Contains(files[:len(files)-len(userFiles)], a.File):
+			where = "settings inside the project, which a teammate can commit and the agent can change"
+		}
+		if mode, ok := strings.CutPrefix(a.Rule, "defaultMode "); ok && refusedModes[mode] {
+			r.Problems = append(r.Problems, fmt.Sprintf("%s in %s (%s): in this mode Claude Code runs calls without asking, so the owner never sees them; the bridge refuses it for the agents it launches — remove it",
+				a.Rule, a.File, where))
+			continue
 		}
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%s in %s (%s) lets Claude Code run it without asking in an untainted session; once a teammate's words reach the session the Wheelhouse hook asks the owner anyway",
 			a.Rule, a.File, where))
 	}
 	return r
+}
+
+// refusedModes are the permission modes in which Claude Code approves
+// calls itself (the launched harness refuses them as permission_mode).
+var refusedModes = map[string]bool{"acceptEdits": true, "auto": true, "bypassPermissions": true}
+
+// maxSettingsWalk bounds the folders nestedSettings looks in.
+const maxSettingsWalk = 100000
+
+// nestedSettings lists the .claude/settings*.json files in the folders
+// below dir (not dir's own, nor anything under .git); complete is false
+// if the walk stopped at maxSettingsWalk folders.
+func nestedSettings(dir string) (files []string, complete bool) {
+	n := 0
+	complete = true
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if n++; n > maxSettingsWalk {
+			complete = false
+			return filepath.SkipAll
+		}
+		if d.Name() != ".claude" || filepath.Dir(path) == dir {
+			return nil
+		}
+		entries, _ := os.ReadDir(path)
+		for _, e := range entries {
+			if name := e.Name(); strings.HasPrefix(name, "settings") && strings.HasSuffix(name, ".json") && e.Type().IsRegular() {
+				files = append(files, filepath.Join(path, name))
+			}
+		}
+		return filepath.SkipDir
+	})
+	return files, complete
 }
 
 // LaunchedSettings says, for doctor, which Claude Code settings a launched

@@ -186,13 +186,48 @@ func TestDoctor(t *testing.T) {
 		os.WriteFile(filepath.Join(m.home, ".claude", "settings.json"), []byte(`{"permissions":{"allow":["Bash(git push:*)"],"defaultMode":"acceptEdits"}}`), 0o600)
 		r := doctorOn(m)
 		text := r.String()
-		if len(r.AllowRules) != 3 || !r.OK() {
+		if len(r.AllowRules) != 3 || len(r.Problems) != 1 {
 			t.Fatalf("report %s", text)
 		}
-		for _, want := range []string{"Bash(rm:*) in " + filepath.Join(m.dir, ".claude", "settings.json") + " (the project's settings",
-			"Bash(git push:*) in " + filepath.Join(m.home, ".claude", "settings.json") + " (your own settings", "defaultMode acceptEdits"} {
+		for _, want := range []string{"Bash(rm:*) in " + filepath.Join(m.dir, ".claude", "settings.json") + " (settings inside the project, which a teammate can commit",
+			"Bash(git push:*) in " + filepath.Join(m.home, ".claude", "settings.json") + " (your own settings"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("report lacks %q:\n%s", want, text)
+			}
+		}
+		if !strings.Contains(r.Problems[0], "defaultMode acceptEdits in "+filepath.Join(m.home, ".claude", "settings.json")) {
+			t.Errorf("the refused mode is not a problem: %s", text)
+		}
+	})
+	// A teammate commits allow rules, or a mode the bridge refuses, into a
+	// subfolder's settings (Claude Code started there loads them): doctor
+	// names each, and the refused modes are problems.
+	t.Run("NestedSettingsReported", func(t *testing.T) {
+		m := newMachine(t)
+		if err := Install(m.dir, hookBin, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []string{"pkg/.claude", "cmd/tool/.claude", ".git/.claude"} {
+			os.MkdirAll(filepath.Join(m.dir, d), 0o755)
+		}
+		os.WriteFile(filepath.Join(m.dir, "pkg", ".claude", "settings.json"), []byte(`{"permissions":{"allow":["Bash(rm:*)"]}}`), 0o644)
+		os.WriteFile(filepath.Join(m.dir, "cmd", "tool", ".claude", "settings.local.json"), []byte(`{"permissions":{"defaultMode":"bypassPermissions"}}`), 0o644)
+		os.WriteFile(filepath.Join(m.dir, ".git", ".claude", "settings.json"), []byte(`{"permissions":{"allow":["Bash(git:*)"]}}`), 0o644)
+		r := doctorOn(m)
+		text := r.String()
+		if !strings.Contains(text, "Bash(rm:*) in "+filepath.Join(m.dir, "pkg", ".claude", "settings.json")+" (settings inside the project, which a teammate can commit") {
+			t.Errorf("the subfolder's allow rule is not named:\n%s", text)
+		}
+		if r.OK() || !strings.Contains(strings.Join(r.Problems, "\n"), "defaultMode bypassPermissions in "+filepath.Join(m.dir, "cmd", "tool", ".claude", "settings.local.json")) {
+			t.Errorf("bypassPermissions in a subfolder is not a problem:\n%s", text)
+		}
+		if strings.Contains(text, "Bash(git:*)") {
+			t.Errorf("read a file under .git:\n%s", text)
+		}
+		for _, mode := range []string{"acceptEdits", "auto"} {
+			os.WriteFile(filepath.Join(m.dir, "cmd", "tool", ".claude", "settings.local.json"), []byte(`{"permissions":{"defaultMode":"`+mode+`"}}`), 0o644)
+			if r := doctorOn(m); !strings.Contains(strings.Join(r.Problems, "\n"), "defaultMode "+mode) {
+				t.Errorf("%s is not a problem:\n%s", mode, r)
 			}
 		}
 	})

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -254,6 +255,8 @@ func TestLaunchedPermissionThroughGate(t *testing.T) {
 	gate := &testGate{decide: func(a bridge.ApprovalAsk) error {
 		if cmd, _ := a.Call.Args["command"].(string); strings.Contains(cmd, "approved") {
 			return nil
+		} else if strings.Contains(cmd, "hub-down") {
+			return fmt.Errorf("%w: no answer within 2s", bridge.ErrHubUnreachable)
 		}
 		return errors.New("denied by @owner")
 	}}
@@ -306,6 +309,18 @@ func TestLaunchedPermissionThroughGate(t *testing.T) {
 		}
 		if len(gate.Redeemed()) != 1 {
 			t.Error("a denied call was redeemed")
+		}
+	})
+
+	// Launched Claude has no terminal to fall back to: a hub the bridge
+	// cannot reach means deny.
+	t.Run("HubUnreachableDenies", func(t *testing.T) {
+		reqs := run(t, "touch hub-down.txt")
+		if _, err := os.Stat(filepath.Join(dir, "hub-down.txt")); err == nil {
+			t.Fatal("ran with the hub unreachable")
+		}
+		if res := reqs[len(reqs)-1].ToolResults(); len(res) == 0 || !strings.Contains(res[len(res)-1], "cannot reach the hub") {
+			t.Errorf("model was not told why: %q", res)
 		}
 	})
 }

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(attachedHelper())
 	}
+	if p := os.Getenv(squatterEnv); p != "" {
+		os.Exit(squatter(p))
+	}
 	dir, err := os.MkdirTemp("", "wheelhouse-claude-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
+	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
 func controlFlags(name, usage string, help io.Writer) (*flag.FlagSet, *string) {
@@ -21,10 +22,14 @@ func controlFlags(name, usage string, help io.Writer) (*flag.FlagSet, *string) {
 }
 
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, sock := controlFlags("approvals", "approvals [--socket PATH] [--json]", stdout)
+	fs, sock := controlFlags("approvals", "approvals [--socket PATH] [--json] [--watch]", stdout)
 	js := fs.Bool("json", false, "print JSON")
+	watch := fs.Bool("watch", false, "keep running and print each request as it comes; while it runs, a request the bridge cannot hand to the hub waits for your decision here (wheelhouse approve/deny) instead of being denied at once")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *watch {
+		return watchApprovals(ctx, *sock, *js, stdout)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -44,23 +49,67 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stdout, "No approval requests are waiting.")
 		return nil
 	}
+	printApprovals(stdout, rep.Approvals)
+	return nil
+}
+
+// watchApprovals prints the waiting requests, then each new one and each
+// one that is gone (decided, expired, withdrawn), until ctx ends.
+func watchApprovals(ctx context.Context, sock string, js bool, stdout io.Writer) error {
+	path := controlSocket(sock)
+	fmt.Fprintln(stdout, "Watching for approval requests (Ctrl-C to stop). While this runs, a request the bridge cannot hand to the hub waits here for you.")
+	seen := map[string]bool{}
+	return bridge.WatchApprovals(ctx, path, func(list []wire.ApprovalRequest) bool {
+		now := map[string]bool{}
+		var fresh []wire.ApprovalRequest
+		for _, a := range list {
+			now[a.ID] = true
+			if !seen[a.ID] {
+				fresh = append(fresh, a)
+			}
+		}
+		for id := range seen {
+			if !now[id] {
+				fmt.Fprintf(stdout, "%s %s is no longer waiting (decided, expired or withdrawn)\n", time.Now().Format("15:04:05"), cell(id))
+			}
+		}
+		seen = now
+		if len(fresh) > 0 {
+			if js {
+				b, _ := json.Marshal(fresh)
+				stdout.Write(append(termsafe.JSON(b), '\n'))
+			} else {
+				printApprovals(stdout, fresh)
+			}
+		}
+		return true
+	})
+}
+
+// printApprovals prints requests as a table, then each one's payload and
+// the command that approves it.
+func printApprovals(stdout io.Writer, approvals []wire.ApprovalRequest) {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tAGENT\tTOOL\tSUMMARY\tSTEERED BY\tEXPIRES")
 	// Everything below came from the bridge, and before it from the model
 	// and the hub: each value is printed through termsafe (cell).
-	for _, a := range rep.Approvals {
+	for _, a := range approvals {
 		steered := "@" + strings.Join(a.SteeredBy, ", @")
-		if a.Tainted {
+		switch {
+		case len(a.SteeredBy) == 0 && a.Tainted:
+			steered = "(tainted)"
+		case len(a.SteeredBy) == 0:
+			steered = "-"
+		case a.Tainted:
 			steered += " (tainted)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(a.ID), cell(a.Agent), cell(a.Tool), oneLine(a.Summary, 60), cell(steered), a.Expires.Local().Format("15:04:05"))
 	}
 	tw.Flush()
-	for _, a := range rep.Approvals {
+	for _, a := range approvals {
 		fmt.Fprintf(stdout, "\n%s  hash %s\n  payload %s\n  approve: wheelhouse approve %s --hash %s\n",
 			cell(a.ID), cell(a.PayloadHash), termsafe.Line(a.Payload), cell(a.ID), cell(a.PayloadHash))
 	}
-	return nil
 }
 
 // oneLine is s as one safe table cell of at most n runes: newlines and

@@ -100,9 +100,14 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *project != "" {
 		attached = append(attached, claude.DoctorOptions{Project: *project})
 	}
+	checked := map[string]bool{}
 	for _, o := range attached {
 		r := claude.DoctorWith(o)
-		report(r.OK(), "claude hook in "+o.Project, "")
+		if checked[r.ProjectDir+"\x00"+r.StateDir] {
+			continue // the config's agent and --project name the same project
+		}
+		checked[r.ProjectDir+"\x00"+r.StateDir] = true
+		report(r.OK(), "claude hook in "+r.ProjectDir, "")
 		fmt.Fprint(stdout, indent(termsafe.Text(r.String())))
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)

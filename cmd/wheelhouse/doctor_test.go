@@ -27,6 +27,12 @@ func TestDoctorClaudeWiring(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(proj, ".claude", "settings.json")); err == nil {
 		t.Fatal("--install touched the tracked settings.json")
 	}
+	// The project's section is printed once, also when --project names
+	// the config's project again.
+	out, _ = runCmd(t, "doctor", "--config", cfg, "--project", proj, "--credentials", filepath.Join(t.TempDir(), "none.json"), "--socket", filepath.Join(t.TempDir(), "none.sock"))
+	if n := strings.Count(out, "claude hook in "); n != 1 {
+		t.Fatalf("the project section is printed %d times:\n%s", n, out)
+	}
 }
 
 // A codex agent that teammates may address under on-request gets the rule

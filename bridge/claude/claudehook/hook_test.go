@@ -53,7 +53,13 @@ func newProject(t testing.TB) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixture{dir: dir, p: p, key: key}
+	f := fixture{dir: dir, p: p, key: key}
+	// Both sessions start clean, as Claude Code starts them: a session the
+	// hook never saw start counts as tainted.
+	for _, sess := range []string{sessA, sessB} {
+		f.run(t, event("SessionStart", sess, `"source":"startup"`))
+	}
+	return f
 }
 
 func (f fixture) env(extra ...string) []string {
@@ -418,7 +424,12 @@ func bridgeStub(t *testing.T, f fixture, decide func(context.Context, PermReques
 	t.Helper()
 	var got []PermRequest
 	var mu sync.Mutex
-	s, err := Listen(f.p.Socket(), func(ctx context.Context, r PermRequest) PermAnswer {
+	sock, err := f.p.PrepareSocket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.p.ReleaseSocket)
+	s, err := Listen(sock, func(ctx context.Context, r PermRequest) PermAnswer {
 		mu.Lock()
 		got = append(got, r)
 		mu.Unlock()
@@ -435,7 +446,12 @@ func bridgeStub(t *testing.T, f fixture, decide func(context.Context, PermReques
 // was stopped (SIGSTOP) after it started listening.
 func silentBridge(t *testing.T, f fixture) {
 	t.Helper()
-	ln, err := net.Listen("unix", f.p.Socket())
+	sock, err := f.p.PrepareSocket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.p.ReleaseSocket)
+	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,19 +651,19 @@ func TestPermissionRequest(t *testing.T) {
 
 func TestWaitFor(t *testing.T) {
 	f := newProject(t)
-	if w := waitFor("PreToolUse", f.dir, f.env()); w != DefaultHookTimeout-TimeoutMargin {
+	if w := waitFor("PreToolUse", []string{f.dir}, f.env()); w != DefaultHookTimeout-TimeoutMargin {
 		t.Errorf("no settings: %v", w)
 	}
 	writeSettingsTimeout(t, f, "PreToolUse", 600)
-	if w := waitFor("PreToolUse", f.dir, f.env()); w != MaxWait {
+	if w := waitFor("PreToolUse", []string{f.dir}, f.env()); w != MaxWait {
 		t.Errorf("600 s: %v", w)
 	}
 	writeSettingsTimeout(t, f, "PreToolUse", 5)
-	if w := waitFor("PreToolUse", f.dir, f.env()); w != 3*time.Second {
+	if w := waitFor("PreToolUse", []string{f.dir}, f.env()); w != 3*time.Second {
 		t.Errorf("5 s: %v", w)
 	}
 	writeSettingsTimeout(t, f, "PreToolUse", 1)
-	if w := waitFor("PreToolUse", f.dir, f.env()); w != 0 {
+	if w := waitFor("PreToolUse", []string{f.dir}, f.env()); w != 0 {
 		t.Errorf("1 s: %v", w)
 	}
 }
@@ -672,6 +688,8 @@ func FuzzRun(f *testing.F) {
 	f.Add(event("PermissionRequest", sessA, `"tool_name":"Bash","tool_input":{"command":"x"}`))
 	f.Add(event("SessionStart", sessA, `"source":"resume"`))
 	f.Add(`[1,2`)
+	f.Add(event("SessionStart", sessC, `"source":"fork","transcript_path":"/dev/null"`))
+	f.Add(`{"session_id":"` + sessA + `","cwd":"/","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{}}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		fx := newProject(t)
 		fx.queue(t, Note{SteerID: "f", Session: sessA, Text: "fuzz note"})

@@ -165,6 +165,7 @@ var (
 	ErrOtherProject  = errors.New("signed for another project")
 	ErrRenamed       = errors.New("its name does not match the signed one")
 	ErrBadNoteFormat = errors.New("unknown note format")
+	ErrDelivered     = errors.New("a copy of a note delivered before")
 )
 
 // OpenNote verifies a note file's bytes: the MAC with key, the format, and
@@ -275,12 +276,23 @@ func (p Project) Claim(key []byte, session string, now time.Time) ([]ClaimedNote
 		}
 		switch n.Session {
 		case session, "":
-			err := os.Rename(src, filepath.Join(p.Claimed(), ClaimedName(name, session)))
+			claimed := filepath.Join(p.Claimed(), ClaimedName(name, session))
+			err := os.Rename(src, claimed)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
 				errs = append(errs, err)
+				continue
+			}
+			// One delivery per note, ever: a copy put back into the inbox
+			// (it still verifies) finds the record and is refused.
+			if err := p.markDelivered(name, n.Expires); errors.Is(err, fs.ErrExist) {
+				rejected = append(rejected, p.rejectFile(claimed, name, ErrDelivered.Error(), now))
+				continue
+			} else if err != nil {
+				_ = os.Rename(claimed, src)
+				errs = append(errs, fmt.Errorf("cannot record note %s as delivered, so it is held back: %w", name, err))
 				continue
 			}
 		case SessionAll:
@@ -304,9 +316,14 @@ func (p Project) Claim(key []byte, session string, now time.Time) ([]ClaimedNote
 // reject moves an inbox file the hook will not deliver to rejected/ and
 // logs why.
 func (p Project) reject(name, reason string, now time.Time) Rejection {
+	return p.rejectFile(filepath.Join(p.Inbox(), name), name, reason, now)
+}
+
+// rejectFile moves src (the file name) to rejected/ and logs why.
+func (p Project) rejectFile(src, name, reason string, now time.Time) Rejection {
 	r := Rejection{At: now.UTC(), File: name, Reason: reason}
 	dst := filepath.Join(p.Rejected(), fmt.Sprintf("%d-%s", now.UnixNano(), name))
-	_ = os.Rename(filepath.Join(p.Inbox(), name), dst)
+	_ = os.Rename(src, dst)
 	if b, err := json.Marshal(r); err == nil {
 		if f, err := os.OpenFile(p.RejectedLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
 			_, _ = f.Write(append(b, '\n'))
@@ -324,7 +341,33 @@ func (p Project) unclaim(notes []ClaimedNote, session string) {
 			_ = os.Remove(marker)
 			continue
 		}
+		_ = os.Remove(filepath.Join(p.DeliveredDir(), c.Name))
 		_ = os.Rename(marker, filepath.Join(p.Inbox(), c.Name))
+	}
+}
+
+// markDelivered records that note name was delivered, exclusively: the
+// error wraps fs.ErrExist if it was delivered before. The record's mtime
+// is the note's expiry; after it the note is refused as expired anyway,
+// and the bridge removes the record (SweepDelivered).
+func (p Project) markDelivered(name string, expires time.Time) error {
+	path := filepath.Join(p.DeliveredDir(), name)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Chtimes(path, expires, expires)
+}
+
+// SweepDelivered removes the delivery records of notes that have expired
+// (bridge side).
+func (p Project) SweepDelivered(now time.Time) {
+	entries, _ := os.ReadDir(p.DeliveredDir())
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && now.After(fi.ModTime().Add(time.Minute)) {
+			_ = os.Remove(filepath.Join(p.DeliveredDir(), e.Name()))
+		}
 	}
 }
 

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -52,6 +54,13 @@ const (
 // or deny in a tainted session).
 var errNoBridge = errors.New("the bridge did not answer")
 
+// errForeign means something answers on the socket that is not the
+// owner's bridge: its folder is not the owner's private one, or the
+// listener runs as another user. Its answer is never believed, and the
+// call is denied (never "no gate": that would hand the decision to
+// whoever squatted the socket, or to Claude Code's allow rules).
+var errForeign = errors.New("the permission socket is not the owner's bridge")
+
 // askBridge hands req to the bridge on sock and waits up to wait for the
 // decision. The bridge must say something at least every BridgeSilence
 // (it sends keep-alives while the owner decides); if it does not, or
@@ -65,12 +74,25 @@ func askBridge(ctx context.Context, sock string, req PermRequest, wait time.Dura
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
+	if sock == "" {
+		return PermAnswer{}, fmt.Errorf("%w: no socket is recorded for this project", errNoBridge)
+	}
+	if err := ownedPrivateDir(filepath.Dir(sock)); errors.Is(err, fs.ErrNotExist) {
+		return PermAnswer{}, fmt.Errorf("%w: not listening on %s: %v", errNoBridge, sock, err)
+	} else if err != nil {
+		return PermAnswer{}, fmt.Errorf("%w: %v", errForeign, err)
+	}
 	d := net.Dialer{Timeout: BridgeSilence, Deadline: deadline}
 	conn, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
 		return PermAnswer{}, fmt.Errorf("%w: not listening on %s: %v", errNoBridge, sock, err)
 	}
 	defer conn.Close()
+	if uid, ok, err := peerUID(conn); err != nil {
+		return PermAnswer{}, fmt.Errorf("%w: cannot tell who listens on %s: %v", errForeign, sock, err)
+	} else if ok && uid != os.Getuid() {
+		return PermAnswer{}, fmt.Errorf("%w: user %d listens on %s", errForeign, uid, sock)
+	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
 	if len(req.Input) == 0 {
@@ -126,9 +148,13 @@ type PermServer struct {
 	done   chan struct{}
 }
 
-// Listen listens on path. A live listener already there means another
-// bridge is attached to the project; a dead socket file is replaced.
+// Listen listens on path, in a folder private to this user (see
+// PrepareSocket). A live listener already there means another bridge is
+// attached to the project; a dead socket file is replaced.
 func Listen(path string, decide func(context.Context, PermRequest) PermAnswer) (*PermServer, error) {
+	if err := ownedPrivateDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("the permission socket's folder: %w; remove it", err)
+	}
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
 		return nil, fmt.Errorf("another bridge is already attached to this project (it listens on %s)", path)
@@ -158,6 +184,9 @@ func (s *PermServer) serve() {
 
 func (s *PermServer) handle(c net.Conn) {
 	defer c.Close()
+	if uid, ok, err := peerUID(c); err != nil || ok && uid != os.Getuid() {
+		return // only the owner's own hooks ask (the folder admits no one else anyway)
+	}
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	r := bufio.NewReaderSize(c, 64<<10)
 	line, err := r.ReadBytes('\n')

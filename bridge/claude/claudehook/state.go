@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -24,36 +24,43 @@ const EnvStateDir = "WHEELHOUSE_STATE_DIR"
 //	<root>/claude/                 0700
 //	    note.key                   0600: the key notes are signed with
 //	    taint/<session>            a session some non-owner's words reached
+//	    known/<session>            a session the hook saw start clean (SessionStart, source startup)
 //	    p/<hash of the project>/   one folder per attached project, 0700
 //	        project                the project's path, for people and doctor
 //	        inbox/                 signed notes, one JSON file each, names sort in arrival order
 //	        claimed/<note>~<session>.json  a note a session's hook took
+//	        delivered/<note>       a note delivered once (mtime: its expiry); a copy is refused
 //	        rejected/              files in inbox/ the hook refused (unsigned, forged, misaddressed)
 //	        rejected.log           one JSON line per refusal, for doctor
 //	        sessions/<session>.json  Claude Code sessions seen in the project (mtime = last hook run)
-//	        hook.sock              the bridge's socket for permission decisions
+//	        hook.sock              the bridge's socket for permission decisions, or
+//	        socket-dir             where it is instead (a fresh private folder) when that path is too long
 //	        hook-seen, hook-delivered, hook-status.json   doctor's markers
 //
 // The bridge creates the folders and the key; the hook never creates a
 // folder (a project no bridge attached to has none, and the hook does
 // nothing there).
 const (
-	claudeDirName   = "claude"
-	projectsDirName = "p"
-	keyName         = "note.key"
-	taintDirName    = "taint"
-	projectFileName = "project"
-	inboxDirName    = "inbox"
-	claimedDirName  = "claimed"
-	rejectedDirName = "rejected"
-	rejectedLogName = "rejected.log"
-	sessionsDirName = "sessions"
-	socketName      = "hook.sock"
-	seenName        = "hook-seen"
-	deliveredName   = "hook-delivered"
-	statusName      = "hook-status.json"
-	noteExt         = ".json"
-	maxSocketPath   = 100 // sun_path is 104 (BSD) or 108 (Linux) bytes
+	claudeDirName    = "claude"
+	projectsDirName  = "p"
+	keyName          = "note.key"
+	taintDirName     = "taint"
+	knownDirName     = "known"
+	deliveredDir     = "delivered"
+	socketDirName    = "socket-dir"
+	socketTempPrefix = "wheelhouse-hook-"
+	projectFileName  = "project"
+	inboxDirName     = "inbox"
+	claimedDirName   = "claimed"
+	rejectedDirName  = "rejected"
+	rejectedLogName  = "rejected.log"
+	sessionsDirName  = "sessions"
+	socketName       = "hook.sock"
+	seenName         = "hook-seen"
+	deliveredName    = "hook-delivered"
+	statusName       = "hook-status.json"
+	noteExt          = ".json"
+	maxSocketPath    = 100 // sun_path is 104 (BSD) or 108 (Linux) bytes
 )
 
 // StateRoot is the shared state directory for env (a process environment,
@@ -93,7 +100,32 @@ type Project struct {
 
 // ForProject is the state of the project in projectDir under root.
 func ForProject(root, projectDir string) Project {
-	dir := CanonicalProject(projectDir)
+	return forCanonical(root, CanonicalProject(projectDir))
+}
+
+// FindProject is the attached project dir is in: the nearest of dir and
+// the folders above it that a bridge set up (Exists). Claude Code started
+// in a subfolder names the subfolder as CLAUDE_PROJECT_DIR but still runs
+// the project's hooks; nothing in the project (a .claude folder a teammate
+// committed, say) stops the walk.
+func FindProject(root, dir string) (Project, bool) {
+	if root == "" || dir == "" {
+		return Project{}, false
+	}
+	d := CanonicalProject(dir)
+	for {
+		if p := forCanonical(root, d); p.Exists() {
+			return p, true
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return Project{}, false
+		}
+		d = up
+	}
+}
+
+func forCanonical(root, dir string) Project {
 	sum := sha256.Sum256([]byte(dir))
 	return Project{StateRoot: root, Dir: dir,
 		Root: filepath.Join(root, claudeDirName, projectsDirName, hex.EncodeToString(sum[:8]))}
@@ -133,20 +165,102 @@ func (p Project) Status() string { return filepath.Join(p.Root, statusName) }
 // doctor warns when it exists.
 func (p Project) LegacyInbox() string { return filepath.Join(p.Dir, ".wheelhouse", "inbox") }
 
-// Socket is where the bridge listens for permission requests. A path too
-// long for a unix socket address falls back to /tmp/wheelhouse-<uid>/<hash>.sock,
-// in a folder only this user may use (both sides check it).
+// Socket is where the bridge listens for permission requests: hook.sock in
+// the project's state folder, or, when that path is too long for a unix
+// socket address, hook.sock in the private folder the bridge made for it
+// (PrepareSocket) and recorded in socket-dir. "" if there is no record.
 func (p Project) Socket() string {
 	s := filepath.Join(p.Root, socketName)
 	if len(s) <= maxSocketPath {
 		return s
 	}
-	return filepath.Join(shortSocketDir(), filepath.Base(p.Root)+".sock")
+	b, err := os.ReadFile(filepath.Join(p.Root, socketDirName))
+	if err != nil {
+		return ""
+	}
+	dir := strings.TrimSpace(string(b))
+	if !filepath.IsAbs(dir) {
+		return ""
+	}
+	return filepath.Join(dir, socketName)
 }
 
-func shortSocketDir() string {
-	return filepath.Join("/tmp", "wheelhouse-"+strconv.Itoa(os.Getuid()))
+// PrepareSocket makes sure the socket's folder is private to this user
+// and returns the socket's path (bridge side only). For a path too long
+// for a unix socket address it makes a fresh folder (mkdtemp, 0700) and
+// records it in socket-dir, replacing an earlier one of its own: a folder
+// at a name anyone can guess could be someone else's.
+func (p Project) PrepareSocket() (string, error) {
+	s := filepath.Join(p.Root, socketName)
+	if len(s) <= maxSocketPath {
+		return s, ownedPrivateDir(p.Root)
+	}
+	if old := p.Socket(); old != "" && ownedPrivateDir(filepath.Dir(old)) == nil {
+		if c, err := net.DialTimeout("unix", old, time.Second); err == nil {
+			c.Close()
+			return "", fmt.Errorf("another bridge is already attached to this project (it listens on %s)", old)
+		}
+		removeSocketDir(old)
+	}
+	dir, err := os.MkdirTemp("", socketTempPrefix+"*")
+	if err != nil {
+		return "", err
+	}
+	if err := ownedPrivateDir(dir); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	s = filepath.Join(dir, socketName)
+	if len(s) > maxSocketPath {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("the temporary folder %s is too long a path for a unix socket; set TMPDIR to a shorter one", dir)
+	}
+	if err := WriteFileAtomic(p.Root, socketDirName, []byte(dir+"\n")); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return s, nil
 }
+
+// SocketProblem says what is wrong with the folder the socket is in (a
+// folder of another user, or one others may enter), nil if nothing or if
+// there is none yet.
+func (p Project) SocketProblem() error {
+	s := p.Socket()
+	if s == "" {
+		return nil
+	}
+	if err := ownedPrivateDir(filepath.Dir(s)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// ReleaseSocket removes the private folder PrepareSocket made for a long
+// path (bridge side, at Close).
+func (p Project) ReleaseSocket() {
+	if len(filepath.Join(p.Root, socketName)) <= maxSocketPath {
+		return
+	}
+	if s := p.Socket(); s != "" && ownedPrivateDir(filepath.Dir(s)) == nil {
+		removeSocketDir(s)
+	}
+	_ = os.Remove(filepath.Join(p.Root, socketDirName))
+}
+
+// removeSocketDir removes a socket and the folder PrepareSocket made for
+// it — only a folder of that name, and only if nothing else is in it.
+func removeSocketDir(sock string) {
+	dir := filepath.Dir(sock)
+	if !strings.HasPrefix(filepath.Base(dir), socketTempPrefix) {
+		return
+	}
+	_ = os.Remove(sock)
+	_ = os.Remove(dir)
+}
+
+// DeliveredDir holds a record of every note delivered once.
+func (p Project) DeliveredDir() string { return filepath.Join(p.Root, deliveredDir) }
 
 // Exists reports whether a bridge set this project up.
 func (p Project) Exists() bool {
@@ -160,20 +274,12 @@ func (p Project) Create() error {
 	if p.StateRoot == "" {
 		return errors.New("no state directory: set WHEELHOUSE_STATE_DIR or HOME")
 	}
-	for _, d := range []string{p.StateRoot, p.claudeDir(), filepath.Join(p.claudeDir(), taintDirName), filepath.Dir(p.Root), p.Root,
-		p.Inbox(), p.Claimed(), p.Rejected(), p.Sessions()} {
+	for _, d := range []string{p.StateRoot, p.claudeDir(), filepath.Join(p.claudeDir(), taintDirName), filepath.Join(p.claudeDir(), knownDirName),
+		filepath.Dir(p.Root), p.Root, p.Inbox(), p.Claimed(), p.Rejected(), p.Sessions(), p.DeliveredDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err
 		}
 		if err := os.Chmod(d, 0o700); err != nil {
-			return err
-		}
-	}
-	if p.Socket() != filepath.Join(p.Root, socketName) {
-		if err := os.MkdirAll(shortSocketDir(), 0o700); err != nil {
-			return err
-		}
-		if err := privateDir(shortSocketDir()); err != nil {
 			return err
 		}
 	}
@@ -198,15 +304,19 @@ func (p Project) Create() error {
 	return nil
 }
 
-// privateDir checks that dir is a real folder (not a symlink) that only its
-// owner may enter.
-func privateDir(dir string) error {
+// ownedPrivateDir checks that dir is a real folder (not a symlink) owned
+// by this user that no one else may enter. A folder someone else made,
+// even with the right mode, is refused: its owner can put anything in it.
+func ownedPrivateDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return err
 	}
 	if !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("%s is not a private folder (mode %v); remove it", dir, fi.Mode())
+		return fmt.Errorf("%s is not a private folder (mode %v)", dir, fi.Mode())
+	}
+	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+		return fmt.Errorf("%s belongs to another user (uid %d)", dir, uid)
 	}
 	return nil
 }

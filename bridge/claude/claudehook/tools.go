@@ -54,9 +54,9 @@ const (
 // waitFor is how long the hook may wait for an answer to event: its own
 // Claude Code timeout (found in the project's settings files, else the
 // user's, else DefaultHookTimeout) less TimeoutMargin, at most MaxWait.
-func waitFor(event, projectDir string, env []string) time.Duration {
+func waitFor(event string, projectDirs []string, env []string) time.Duration {
 	timeout := DefaultHookTimeout
-	for _, f := range settingsFiles(projectDir, env) {
+	for _, f := range settingsFiles(projectDirs, env) {
 		if t, ok := hookTimeout(f, event); ok {
 			timeout = t
 			break
@@ -66,11 +66,12 @@ func waitFor(event, projectDir string, env []string) time.Duration {
 }
 
 // settingsFiles are the Claude Code settings files a hook can be wired in,
-// in the order Claude Code gives them precedence.
-func settingsFiles(projectDir string, env []string) []string {
-	files := []string{
-		filepath.Join(projectDir, ".claude", "settings.local.json"),
-		filepath.Join(projectDir, ".claude", "settings.json"),
+// in the order Claude Code gives them precedence (the folder Claude Code
+// started in before the attached project above it).
+func settingsFiles(projectDirs []string, env []string) []string {
+	var files []string
+	for _, d := range projectDirs {
+		files = append(files, filepath.Join(d, ".claude", "settings.local.json"), filepath.Join(d, ".claude", "settings.json"))
 	}
 	if d := UserClaudeDir(env); d != "" {
 		files = append(files, filepath.Join(d, "settings.json"))
