@@ -55,7 +55,10 @@ type files struct {
 }
 
 // remover is the object store as admin sees it (Delete purges the
-// object's chunks: a stream purge, which only ops may do).
+// object's chunks: a stream purge, which only ops may do). Uploads go
+// through it too: a Put that fails part-way (a file over the limit, a
+// client that hangs up) purges the chunks it wrote, and through js that
+// purge would be refused and the upload left waiting for its answer.
 func (f *files) remover(ctx context.Context) (jetstream.ObjectStore, error) {
 	if _, err := f.store(ctx); err != nil {
 		return nil, err
@@ -180,7 +183,7 @@ func (s *Service) Upload(ctx context.Context, actor *chat.User, roomName, name s
 		return nil, &wh.Error{Code: wh.ETooLarge, Reason: "quota", Message: fmt.Sprintf("this file does not fit in your upload quota of %s (you have %s in files); delete messages with files you no longer need",
 			human(s.fileQuota), human(used))}
 	}
-	obs, err := s.files.store(ctx)
+	obs, err := s.files.remover(ctx)
 	if err != nil {
 		return nil, err
 	}
