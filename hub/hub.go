@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/internal/netcork"
 	"github.com/wheelhouse-dev/wheelhouse/room"
@@ -113,8 +114,11 @@ type Config struct {
 	// FileMaxBytes and FileQuota bound one uploaded file and all of one
 	// user's files (defaults room.DefaultFileMaxBytes, room.DefaultFileQuota).
 	FileMaxBytes, FileQuota int64
-	Logger                  *slog.Logger
-	Now                     func() time.Time
+	// Budgets are the per-person limits (default room.DefaultBudgets);
+	// an admin's PUT /settings overrides them.
+	Budgets *authz.Budgets
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -251,7 +255,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		}
 	}
 	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
-		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity})
+		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity,
+		Budgets: h.cfg.Budgets})
 	if err != nil {
 		return err
 	}

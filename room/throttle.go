@@ -61,20 +61,24 @@ type limiter struct {
 	now func() time.Time
 }
 
-// openLimiter opens (creating it once) the bucket; ttl is how long an
-// entry lives after its last attempt.
+// openLimiter opens (creating it once) the login attempts bucket; ttl is
+// how long an entry lives after its last attempt.
 func openLimiter(ctx context.Context, js jetstream.JetStream, replicas int, now func() time.Time, ttl time.Duration) (*limiter, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	return openKV(ctx, js, jetstream.KeyValueConfig{
 		Bucket:       LoginBucket,
 		Description:  "failed login attempts by name and address (Wheelhouse hubs)",
 		TTL:          ttl,
-		History:      1,
 		MaxValueSize: 256,
-		Storage:      jetstream.MemoryStorage,
-		Replicas:     max(replicas, 1),
-	})
+	}, replicas, now)
+}
+
+// openKV opens a limiter's bucket: one value per key, in memory (counts
+// are not history), replicated like the stream.
+func openKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, replicas int, now func() time.Time) (*limiter, error) {
+	cfg.History, cfg.Storage, cfg.Replicas = 1, jetstream.MemoryStorage, max(replicas, 1)
+	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
 	if err != nil {
-		return nil, wh.Wrap(err, "open the login attempts bucket")
+		return nil, wh.Wrap(err, "open the %s bucket", cfg.Bucket)
 	}
 	return &limiter{kv: kv, now: now}, nil
 }
@@ -115,40 +119,57 @@ var errLimiterBusy = errors.New("too many concurrent updates")
 // take counts one attempt on key, unless key must still wait: then it
 // returns how long.
 func (l *limiter) take(ctx context.Context, key string, free int) (time.Duration, error) {
-	for range loginCASTries {
+	var wait time.Duration
+	err := l.cas(ctx, key, func(old []byte) []byte {
 		var a attempts
+		if json.Unmarshal(old, &a) != nil {
+			a = attempts{}
+		}
+		now := l.now()
+		if wait = a.Until.Sub(now); wait > 0 {
+			return nil
+		}
+		wait = 0
+		a.N++
+		a.Until = now.Add(delay(a.N, free))
+		b, _ := json.Marshal(a)
+		return b
+	})
+	return wait, err
+}
+
+// cas changes key's value (nil when there is none) to what change makes
+// of it, compare-and-set: when another update came first, it reads again
+// and asks change again. change returns nil to leave the key as it is.
+func (l *limiter) cas(ctx context.Context, key string, change func(old []byte) []byte) error {
+	for range loginCASTries {
+		var old []byte
 		var rev uint64
 		e, err := l.kv.Get(ctx, key)
 		switch {
 		case err == nil:
-			rev = e.Revision()
-			if json.Unmarshal(e.Value(), &a) != nil {
-				a = attempts{}
-			}
+			rev, old = e.Revision(), e.Value()
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		default:
-			return 0, err
+			return err
 		}
-		now := l.now()
-		if wait := a.Until.Sub(now); wait > 0 {
-			return wait, nil
+		b := change(old)
+		if b == nil {
+			return nil
 		}
-		a.N++
-		a.Until = now.Add(delay(a.N, free))
-		b, _ := json.Marshal(a)
 		if rev == 0 {
 			_, err = l.kv.Create(ctx, key, b)
 		} else {
 			_, err = l.kv.Update(ctx, key, b, rev)
 		}
 		if err == nil {
-			return 0, nil
+			return nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongSeq(err) {
-			return 0, err
+			return err
 		}
 	}
-	return 0, errLimiterBusy
+	return errLimiterBusy
 }
 
 func isWrongSeq(err error) bool {
