@@ -165,12 +165,22 @@ func (s *Service) takeBucket(ctx context.Context, key string, r authz.Rate, rese
 // bridge's queue, and when that queue is full the hub answers
 // rate_limited, which a bridge retries.
 func (s *Service) PaceBridge(ctx context.Context, bridgeID string) error {
+	retry := func(wait time.Duration) error {
+		return &wh.Error{Code: wh.ERateLimited, Reason: "limit-bridge", RetryAfter: wait, Err: ctx.Err(),
+			Message: "this bridge's agents are posting faster than the hub allows; send it again"}
+	}
 	lim, err := s.Budgets(ctx)
+	if ctx.Err() != nil {
+		return retry(0)
+	}
 	if err != nil || lim.Bridge.Off() {
 		return err
 	}
 	for {
 		wait, taken, err := s.takeBucket(ctx, limiterKey("b.bridge", bridgeID), lim.Bridge, true)
+		if ctx.Err() != nil {
+			return retry(wait)
+		}
 		if err != nil {
 			return limitsUnavailable(err)
 		}
@@ -179,8 +189,7 @@ func (s *Service) PaceBridge(ctx context.Context, bridgeID string) error {
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return &wh.Error{Code: wh.ERateLimited, Reason: "limit-bridge", RetryAfter: wait, Err: ctx.Err(),
-					Message: "this bridge's agents are posting faster than the hub allows; send it again"}
+				return retry(wait)
 			case <-t.C:
 			}
 		}
