@@ -37,14 +37,15 @@ type Config struct {
 // store. The store's queries are promoted for the hub's own use.
 type Service struct {
 	*store.Store
-	Log     *eventlog.Log
-	now     func() time.Time
-	logger  *slog.Logger
-	cache   *caches
-	js      jetstream.JetStream
-	repl    int
-	logins  *limiter // set by Start
-	budgets *budgets
+	Log          *eventlog.Log
+	now          func() time.Time
+	logger       *slog.Logger
+	cache        *caches
+	js           jetstream.JetStream
+	repl         int
+	logins       *limiter // set by Start
+	budgets      *budgets
+	loginDevices *limiter // devices that logged in before (set by Start)
 
 	files              *files
 	fileMax, fileQuota int64
@@ -87,6 +88,9 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.logins = l
+	if s.loginDevices, err = openDevices(ctx, s.js, s.repl, s.now); err != nil {
+		return err
+	}
 	if err := s.openBudgets(ctx); err != nil {
 		return err
 	}

@@ -367,10 +367,12 @@ func (s *Server) postSetup(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.SetupDone != nil {
 		s.cfg.SetupDone()
 	}
-	secret, _, err := s.rooms.Login(r.Context(), in.Name, in.Password, s.client(r))
+	from := s.loginClient(r)
+	secret, _, err := s.rooms.Login(r.Context(), in.Name, in.Password, from)
 	if err != nil {
 		return err
 	}
+	s.keepDevice(w, r, from)
 	s.setSession(w, r, secret, chat.SessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
@@ -384,10 +386,12 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	secret, u, err := s.rooms.Login(r.Context(), in.Name, in.Password, s.client(r))
+	from := s.loginClient(r)
+	secret, u, err := s.rooms.Login(r.Context(), in.Name, in.Password, from)
 	if err != nil {
 		return err
 	}
+	s.keepDevice(w, r, from)
 	s.setSession(w, r, secret, chat.SessionTTL)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
