@@ -121,6 +121,13 @@ type Config struct {
 	Now     func() time.Time
 }
 
+// TLS12Suites are the only TLS 1.2 suites the hub's own listener offers:
+// ECDHE with AEAD, no CBC (LUCKY13 and its kin). TLS 1.3 has only AEAD.
+var TLS12Suites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
 // Validate checks the config and fills defaults.
 func (c *Config) Validate() error {
 	if c.DataDir == "" {
@@ -338,7 +345,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return wh.Errorf(wh.EInvalid, "--tls-cert/--tls-key: %v", err)
 		}
-		h.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		h.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, CipherSuites: TLS12Suites}
 	}
 	h.ln, err = net.Listen("tcp", h.cfg.HTTPAddr)
 	if err != nil {
