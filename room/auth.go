@@ -73,12 +73,10 @@ func HashSecret(secret string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// validatePassword applies the password policy (authz.PasswordProblem).
 func validatePassword(pw string) error {
-	if len(pw) < chat.MinPasswordLen {
-		return wh.Errorf(wh.EInvalid, "the password must have at least %d characters", chat.MinPasswordLen)
-	}
-	if len(pw) > 1024 {
-		return wh.Errorf(wh.EInvalid, "the password is too long (at most 1024 bytes)")
+	if why := authz.PasswordProblem(pw); why != "" {
+		return &wh.Error{Code: wh.EInvalid, Reason: "weak-password", Message: why}
 	}
 	return nil
 }
