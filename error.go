@@ -19,7 +19,10 @@ const (
 	EUnavailable     = "unavailable"
 	ETooLarge        = "too_large"
 	EStorageFull     = "storage_full"
-	EInternal        = "internal"
+	// EUnprocessable: well-formed, but it contradicts what was sent before
+	// (an Idempotency-Key reused with another body).
+	EUnprocessable = "unprocessable"
+	EInternal      = "internal"
 )
 
 // Error is the project's one error type. Message is written for the user and

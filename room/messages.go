@@ -71,6 +71,9 @@ func (s *Service) PostWith(ctx context.Context, actor *chat.User, roomName strin
 	if err := s.checkFiles(ctx, actor, roomName, in.Files); err != nil {
 		return nil, err
 	}
+	if err := s.claimKey(ctx, "post", roomName, text, in.Thread, in.Files, in.Turns); err != nil {
+		return nil, err
+	}
 	if err := s.spend(ctx, LimitPosts, actor); err != nil {
 		return nil, err
 	}

@@ -35,6 +35,8 @@ func HTTPStatus(code string) int {
 		return http.StatusServiceUnavailable
 	case wh.EStorageFull:
 		return http.StatusInsufficientStorage
+	case wh.EUnprocessable:
+		return http.StatusUnprocessableEntity
 	default:
 		return http.StatusInternalServerError
 	}
