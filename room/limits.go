@@ -46,7 +46,7 @@ const (
 // script a person runs for themselves, meets them; they bound what one
 // account can do to the disk and to everyone's sockets.
 var DefaultBudgets = authz.Budgets{
-	Posts:   authz.Rate{N: 300, Per: 5 * time.Minute},
+	Posts:   authz.Rate{N: 1000, Per: time.Hour},
 	Rooms:   authz.Rate{N: 50, Per: time.Hour},
 	Uploads: authz.Rate{N: 100, Per: time.Hour},
 	Bridge:  authz.Rate{N: 3000, Per: 5 * time.Minute},

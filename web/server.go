@@ -375,8 +375,8 @@ func (s *Server) postSetup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.keepDevice(w, r, from)
 	s.setSession(w, r, secret, chat.SessionTTL)
+	s.keepDevice(w, r, from)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }
@@ -394,8 +394,8 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.keepDevice(w, r, from)
 	s.setSession(w, r, secret, chat.SessionTTL)
+	s.keepDevice(w, r, from)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }
