@@ -5,6 +5,7 @@ package wheelhouse
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes. Each maps to one HTTP status and is what clients switch on.
@@ -18,7 +19,10 @@ const (
 	EUnavailable     = "unavailable"
 	ETooLarge        = "too_large"
 	EStorageFull     = "storage_full"
-	EInternal        = "internal"
+	// EUnprocessable: well-formed, but it contradicts what was sent before
+	// (an Idempotency-Key reused with another body).
+	EUnprocessable = "unprocessable"
+	EInternal      = "internal"
 )
 
 // Error is the project's one error type. Message is written for the user and
@@ -28,7 +32,10 @@ type Error struct {
 	Code    string
 	Message string
 	Reason  string
-	Err     error // wrapped cause, logged, never shown
+	// RetryAfter, on a rate_limited error, is how long the caller should
+	// wait before trying again (HTTP's Retry-After).
+	RetryAfter time.Duration
+	Err        error // wrapped cause, logged, never shown
 }
 
 func (e *Error) Error() string {
@@ -79,4 +86,14 @@ func ErrorReason(err error) string {
 		return e.Reason
 	}
 	return ""
+}
+
+// ErrorRetryAfter returns how long err says to wait before a retry (0: it
+// does not say).
+func ErrorRetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }

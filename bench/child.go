@@ -52,7 +52,7 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 	var stop func()
 	switch role {
 	case "hub":
-		h, err := hub.New(hub.Config{DataDir: os.Getenv(childDirEnv), HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", Logger: quietLogger()})
+		h, err := hub.New(hub.Config{DataDir: os.Getenv(childDirEnv), HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", Logger: quietLogger(), Budgets: &noBudgets})
 		if err != nil {
 			return err
 		}

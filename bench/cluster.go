@@ -276,7 +276,7 @@ func startCluster(ctx context.Context, bin, dir string) (c *cluster, err error) 
 		rot := func(s []string) []string { return append(append([]string{}, s[i:]...), s[:i]...) }
 		h, err := hub.New(hub.Config{DataDir: filepath.Join(dir, fmt.Sprintf("hub-%d", i+1)), HTTPAddr: "127.0.0.1:0", Replicas: 3,
 			NATSURL: strings.Join(rot(c.clients), ","), NATSWebsocket: rot(ws), NATSSecrets: secrets, Logger: quietLogger(),
-			SteerBurst: 1 << 30, SteerRefill: time.Nanosecond}) // the mention run measures delivery, not the rate limit
+			SteerBurst: 1 << 30, SteerRefill: time.Nanosecond, Budgets: &noBudgets}) // the mention run measures delivery, not the rate limit
 		if err != nil {
 			return nil, err
 		}

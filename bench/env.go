@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/hub"
 )
@@ -37,6 +38,11 @@ type envOptions struct {
 	Dir     string // data directory to use and keep ("": a temporary one)
 }
 
+// noBudgets turns the per-person limits off: the bench measures the hub,
+// not its limits (its few people post, open sockets and create rooms far
+// beyond what one person may).
+var noBudgets = authz.Budgets{}
+
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func newEnv(ctx context.Context, o envOptions) (*env, error) {
@@ -47,7 +53,7 @@ func newEnv(ctx context.Context, o envOptions) (*env, error) {
 			return nil, err
 		}
 	}
-	cfg := hub.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", Logger: quietLogger(), Sync: o.Sync}
+	cfg := hub.Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", Logger: quietLogger(), Sync: o.Sync, Budgets: &noBudgets}
 	if !o.Limiter {
 		cfg.SteerBurst, cfg.SteerRefill = 1<<30, time.Nanosecond
 	}

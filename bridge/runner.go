@@ -304,9 +304,16 @@ func (r *runner) decide(st wire.Steer, said bool) (rc wire.Receipt) {
 			return reject(wire.ReasonStaleTurn, fmt.Sprintf("turn %s ended; %s is running now — send again to steer it", st.ExpectedTurn, turn))
 		case !busy && !pol.StartOnEnded:
 			return reject(wire.ReasonTurnEnded, fmt.Sprintf("turn %s has ended and @%s's policy does not start a new turn for it", st.ExpectedTurn, r.cfg.Name))
-		case !busy && st.ExpectedTurn == lastEnded && pol.Grace > 0 && r.b.cfg.Now().Sub(endedAt) > pol.Grace.D():
+		case !busy && pol.Grace > 0 && r.b.cfg.Now().Sub(endedAt) > pol.Grace.D():
 			// Within the grace period a steer for a turn that just ended
 			// continues as a new turn; later it was meant for work that is over.
+			// An older turn than the last one ended no later than it did,
+			// so the same bound holds for it (and with no turn ended since
+			// the bridge started, the turn's end is unknown: past grace).
+			if st.ExpectedTurn != lastEnded {
+				return reject(wire.ReasonTurnEnded, fmt.Sprintf("turn %s ended before @%s's last turn, past the %s grace period; send it again to start a new turn",
+					st.ExpectedTurn, r.cfg.Name, pol.Grace.D()))
+			}
 			return reject(wire.ReasonTurnEnded, fmt.Sprintf("turn %s ended %s ago, past the %s grace period; send it again to start a new turn",
 				st.ExpectedTurn, r.b.cfg.Now().Sub(endedAt).Round(time.Second), pol.Grace.D()))
 		}

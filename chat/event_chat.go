@@ -1,5 +1,7 @@
 package chat
 
+import "github.com/wheelhouse-dev/wheelhouse/authz"
+
 // Event types of the chat around messages: edits, deletions, reactions,
 // read markers, notification levels, files and the hub's settings.
 const (
@@ -89,6 +91,9 @@ type FileUploaded struct {
 type Settings struct {
 	// DefaultRooms are public rooms every new user joins.
 	DefaultRooms []string `json:"defaultRooms"`
+	// Limits are an admin's changes to the hub's per-person limits (nil:
+	// the hub's flags).
+	Limits *authz.BudgetOverrides `json:"limits,omitempty"`
 }
 
 // SettingsChanged is the payload of the event recorded when an admin

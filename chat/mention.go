@@ -130,6 +130,11 @@ func scanName(text string, i int) (name string, end int, ok bool) {
 	if end < j && j < len(text) && (text[j] == '@' || text[j] == '/') {
 		return "", 0, false
 	}
+	if r, _ := utf8.DecodeRuneInString(text[j:]); j < len(text) && unicode.Is(unicode.M, r) {
+		// A combining mark changes the name's last letter ("@alice/demó"
+		// is not @alice/demo): no name at all.
+		return "", 0, false
+	}
 	n := end - i
 	if n == 0 || n > maxName || !isAlnum(text[i]) {
 		return "", 0, false

@@ -22,6 +22,10 @@ func TestParseMentions(t *testing.T) {
 		want []Mention
 	}{
 		{"User", "hi @alice", []Mention{user("alice", 3, 9)}},
+		{"CombiningMarkAfterAgent", "@alice/demo\u0301 run", nil},
+		{"CombiningMarkAfterUser", "hi @bob\u0308 there", nil},
+		{"CombiningMarkAfterOwner", "@alice\u0301/demo run", nil},
+		{"CJKRightAfterIsStillAMention", "@alice/demo请看", []Mention{agent("alice", "demo", 0, 11)}},
 		{"Agent", "@bob/codex run tests", []Mention{agent("bob", "codex", 0, 10)}},
 		{"UpperCaseLowered", "@Bob/CoDeX and @ALICE", []Mention{agent("bob", "codex", 0, 10), user("alice", 15, 21)}},
 		{"NameCharacters", "@a1_b.c-d/x.y_z-9", []Mention{agent("a1_b.c-d", "x.y_z-9", 0, 17)}},

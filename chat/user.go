@@ -1,6 +1,10 @@
 package chat
 
-import "time"
+import (
+	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/authz"
+)
 
 // User is an account.
 type User struct {
@@ -19,7 +23,7 @@ const (
 	CredToken   = "token"
 
 	SessionTTL     = 30 * 24 * time.Hour
-	MinPasswordLen = 8
+	MinPasswordLen = authz.MinPasswordRunes
 )
 
 // Token is an API token as its owner sees it (never the secret).

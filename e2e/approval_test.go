@@ -228,7 +228,10 @@ func subsequence(got, want []string) bool {
 
 func TestApprovalExpires(t *testing.T) {
 	tm := newTeam(t)
-	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members", ApprovalTimeout: "300ms"}, 2, "20ms"))
+	// Generous: the request must reach the hub, and be seen pending here,
+	// before it expires, on a loaded machine too (300 ms once did not
+	// suffice). The expiry itself is waited for, never timed.
+	tm.h.StartBridge(tm.alice, nil, demoAgent("demo", bridge.PolicyConfig{Address: "members", ApprovalTimeout: "5s"}, 2, "20ms"))
 	tm.alice.AddAgent("dev", "alice/demo")
 	id, _ := post(t, tm.alice, "dev", "@alice/demo delete old.log", nil)
 	receipt(t, tm.alice, "dev", id, "alice/demo", "started")

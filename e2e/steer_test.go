@@ -326,6 +326,17 @@ func TestTurnEndedGrace(t *testing.T) {
 			}
 		})
 	}
+	t.Run("AnOlderTurnIsPastGraceToo", func(t *testing.T) {
+		// strict's turns: the follow-up above was rejected; two more
+		// turns run, and a steer for the older one, sent while the agent
+		// is idle, is held to the grace period like one for the last.
+		old := finished("strict")
+		finished("strict")
+		id, _ := post(t, tm.alice, "dev", "@alice/strict about the older turn", map[string]string{"alice/strict": old})
+		if rc := receipt(t, tm.alice, "dev", id, "alice/strict", "started", "rejected"); rc["status"] != "rejected" || str(rc["reason"]) != "turn-ended" {
+			t.Fatalf("a steer for an older turn past grace: %v", rc)
+		}
+	})
 }
 
 func str(v any) string {

@@ -199,6 +199,9 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) erro
 		} else {
 			out.Kind = te.Kind
 		}
+		if err := l.rooms.PaceBridge(ctx, b.ID); err != nil { // the bridge's own budget
+			return err
+		}
 		if _, err := l.rooms.PostAgentOutput(ctx, out); err != nil {
 			l.log.Warn("posting agent output failed", "agent", handle, "err", err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/internal/netcork"
 	"github.com/wheelhouse-dev/wheelhouse/room"
@@ -113,8 +114,18 @@ type Config struct {
 	// FileMaxBytes and FileQuota bound one uploaded file and all of one
 	// user's files (defaults room.DefaultFileMaxBytes, room.DefaultFileQuota).
 	FileMaxBytes, FileQuota int64
-	Logger                  *slog.Logger
-	Now                     func() time.Time
+	// Budgets are the per-person limits (default room.DefaultBudgets);
+	// an admin's PUT /settings overrides them.
+	Budgets *authz.Budgets
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// TLS12Suites are the only TLS 1.2 suites the hub's own listener offers:
+// ECDHE with AEAD, no CBC (LUCKY13 and its kin). TLS 1.3 has only AEAD.
+var TLS12Suites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 }
 
 // Validate checks the config and fills defaults.
@@ -263,7 +274,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		return err
 	}
 	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Admin: h.opsjs, Auth: auth, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
-		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity})
+		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity,
+		Budgets: h.cfg.Budgets})
 	if err != nil {
 		return err
 	}
@@ -347,7 +359,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return wh.Errorf(wh.EInvalid, "--tls-cert/--tls-key: %v", err)
 		}
-		h.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		h.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, CipherSuites: TLS12Suites}
 	}
 	h.ln, err = net.Listen("tcp", h.cfg.HTTPAddr)
 	if err != nil {

@@ -77,7 +77,8 @@ func natsPermissions(r natsRole) *server.Permissions {
 		return &server.Permissions{
 			Publish: &server.SubjectPermission{
 				Allow: []string{eventlog.SubjectPrefix + ">", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>",
-					"$KV." + room.LoginBucket + ".>", "$O." + room.FilesBucket + ".>"},
+					"$KV." + room.LoginBucket + ".>", "$KV." + room.LimitsBucket + ".>", "$KV." + room.DeviceBucket + ".>",
+					"$O." + room.FilesBucket + ".>"},
 				Deny: jsAdminDenied,
 			},
 			Subscribe: &server.SubjectPermission{Allow: []string{LogInbox + ".>"}},

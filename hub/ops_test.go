@@ -8,6 +8,7 @@ import (
 
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
+	"github.com/wheelhouse-dev/wheelhouse/web"
 )
 
 func setCookies(t *testing.T, base, name, password string, hd map[string]string) []*http.Cookie {
@@ -30,7 +31,19 @@ func setCookiesWith(t *testing.T, hc *http.Client, base, name, password string, 
 	if resp.StatusCode != 201 {
 		t.Fatalf("login: %d", resp.StatusCode)
 	}
-	return resp.Cookies()
+	// The session cookies; the device cookie the login throttle keys on
+	// is no credential (and is checked once, here).
+	var out []*http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name != web.DeviceCookie {
+			out = append(out, c)
+			continue
+		}
+		if !c.HttpOnly || c.Path != "/api/v1/" || c.SameSite != http.SameSiteStrictMode || !strings.HasPrefix(c.Value, "whd_") {
+			t.Fatalf("device cookie %+v", c)
+		}
+	}
+	return out
 }
 
 // The session cookie is Secure (and __Host-) when the hub's public URL is

@@ -2,6 +2,9 @@ package hub_test
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,13 +101,51 @@ func TestLoginThrottle(t *testing.T) {
 		wantStatus(t, login(t, b, "10.9.9.9", "u3", "pw-u3-secret"), 429, "the same address and name on node B")
 		wantStatus(t, login(t, b, "10.9.9.10", "u3", "pw-u3-secret"), 201, "another address on node B")
 	})
-	t.Run("AnAddressSprayingNames", func(t *testing.T) {
-		// 20 attempts from one address, any names, then it waits.
+	t.Run("ASprayedAddressKeepsWorkingForRightPasswords", func(t *testing.T) {
+		// 20 failures from one address over any names: from then on each
+		// name gets one free attempt there, not three, but a right
+		// password is never refused for the others' failures.
 		for i := range 20 {
 			wantStatus(t, login(t, b, "10.7.7.7", fmt.Sprintf("nobody%d", i), "guess-guess"), 401, "a guess at a made-up name")
 		}
-		wantStatus(t, login(t, a, "10.7.7.7", "u4", "pw-u4-secret"), 429, "a fresh name from the spraying address")
-		wantStatus(t, login(t, a, "10.7.7.8", "u4", "pw-u4-secret"), 201, "a neighbour")
+		r := login(t, a, "10.7.7.7", "u4", "pw-u4-secret")
+		wantStatus(t, r, 201, "u4's right password from the sprayed address")
+		wantStatus(t, login(t, a, "10.7.7.7", "u3", "wrong password"), 401, "u3's one free guess there")
+		r = login(t, a, "10.7.7.7", "u3", "pw-u3-secret")
+		wantStatus(t, r, 429, "u3 after a failure of its own from the sprayed address")
+		if ra := r.Header.Get("Retry-After"); ra != "1" {
+			t.Fatalf("Retry-After %q, want 1", ra)
+		}
+	})
+	t.Run("AKnownDeviceIsNeverDelayedByOthers", func(t *testing.T) {
+		// The victim logged in from the office before (the hub set its
+		// device cookie); a colleague at the same address guesses at the
+		// victim's name until that name waits there.
+		office := "192.0.2.50"
+		dev := testhub.NewClient(t, a.URL())
+		wantStatus(t, dev.DoWith("POST", "/api/v1/sessions", map[string]string{"name": "victim", "password": "pw-victim-secret"}, map[string]string{"X-Forwarded-For": office}), 201, "the victim's first login")
+		for range 6 {
+			login(t, a, office, "victim", "guess-guess")
+		}
+		wantStatus(t, login(t, a, office, "victim", "pw-victim-secret"), 429, "the right password from the office without the device")
+		wantStatus(t, dev.DoWith("POST", "/api/v1/sessions", map[string]string{"name": "victim", "password": "pw-victim-secret"}, map[string]string{"X-Forwarded-For": office}), 201, "the victim's device")
+		devB := testhub.NewClient(t, b.URL())
+		devB.HTTP.Jar = dev.HTTP.Jar
+		wantStatus(t, devB.DoWith("POST", "/api/v1/sessions", map[string]string{"name": "victim", "password": "pw-victim-secret"}, map[string]string{"X-Forwarded-For": "198.18.0.1"}), 201, "the victim's device on node B, elsewhere")
+		// The device's own failures delay it, and only it.
+		for range 3 {
+			wantStatus(t, dev.DoWith("POST", "/api/v1/sessions", map[string]string{"name": "victim", "password": "typo-typo"}, map[string]string{"X-Forwarded-For": office}), 401, "the victim's own typo")
+		}
+		r := dev.DoWith("POST", "/api/v1/sessions", map[string]string{"name": "victim", "password": "pw-victim-secret"}, map[string]string{"X-Forwarded-For": office})
+		wantStatus(t, r, 429, "the device after its own failures")
+		if r.ErrReason() != "login-delay" || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("reason %q Retry-After %q", r.ErrReason(), r.Header.Get("Retry-After"))
+		}
+		// A device cookie it did not set is no device.
+		forged := testhub.NewClient(t, a.URL())
+		u, _ := url.Parse(a.URL())
+		forged.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: "wh_device", Value: "whd_" + strings.Repeat("A", 43), Path: "/api/v1/"}})
+		wantStatus(t, forged.DoWith("POST", "/api/v1/sessions", map[string]string{"name": "victim", "password": "pw-victim-secret"}, map[string]string{"X-Forwarded-For": office}), 429, "a made-up device cookie")
 	})
 	t.Run("CurrentPasswordChecksCount", func(t *testing.T) {
 		u4 := a.Login("u4", "pw-u4-secret")

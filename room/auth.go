@@ -73,12 +73,10 @@ func HashSecret(secret string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// validatePassword applies the password policy (authz.PasswordProblem).
 func validatePassword(pw string) error {
-	if len(pw) < chat.MinPasswordLen {
-		return wh.Errorf(wh.EInvalid, "the password must have at least %d characters", chat.MinPasswordLen)
-	}
-	if len(pw) > 1024 {
-		return wh.Errorf(wh.EInvalid, "the password is too long (at most 1024 bytes)")
+	if why := authz.PasswordProblem(pw); why != "" {
+		return &wh.Error{Code: wh.EInvalid, Reason: "weak-password", Message: why}
 	}
 	return nil
 }
@@ -124,6 +122,9 @@ func (s *Service) createUser(ctx context.Context, name, display, password string
 type Client struct {
 	Addr  string // the client's address (netip form); throttling keys on it
 	Agent string // its User-Agent, shown in its user's list of sessions
+	// Device is the device cookie the client sent (DevicePrefix…), or a
+	// fresh one to set when the login succeeds; "" for none.
+	Device string
 }
 
 // maxClientAgent bounds the User-Agent kept with a session.
@@ -137,7 +138,7 @@ const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGh
 
 // checkPassword checks name's password under the login throttle.
 func (s *Service) checkPassword(ctx context.Context, name, password string, from Client) (*chat.User, error) {
-	done, err := s.logins.passwordAttempt(ctx, name, from.Addr)
+	done, err := s.passwordAttempt(ctx, name, from)
 	if err != nil {
 		return nil, err
 	}

@@ -183,6 +183,9 @@ func (s *Service) Upload(ctx context.Context, actor *chat.User, roomName, name s
 		return nil, &wh.Error{Code: wh.ETooLarge, Reason: "quota", Message: fmt.Sprintf("this file does not fit in your upload quota of %s (you have %s in files); delete messages with files you no longer need",
 			human(s.fileQuota), human(used))}
 	}
+	if err := s.spend(ctx, LimitUploads, actor); err != nil {
+		return nil, err
+	}
 	obs, err := s.files.remover(ctx)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 
@@ -57,4 +58,35 @@ func (s *Service) newEvent(ctx context.Context, typ string, data any) (chat.Even
 		ev.ID = fmt.Sprintf("%s.%d", k.base, k.n.Add(1))
 	}
 	return ev, nil
+}
+
+// claimKey binds ctx's idempotency key to what the request asks for (a
+// digest of its parts): a retry asking the same gets on, one asking
+// something else is refused (422) instead of silently answered with the
+// first request's result. The binding lives in the limits bucket (a day,
+// longer than the log's deduplication window).
+func (s *Service) claimKey(ctx context.Context, parts ...any) error {
+	k, ok := ctx.Value(idemCtxKey{}).(*idemKey)
+	if !ok || s.budgets.kv == nil {
+		return nil
+	}
+	b, _ := json.Marshal(parts)
+	sum := sha256.Sum256(b)
+	fp := hex.EncodeToString(sum[:16])
+	same := true
+	err := s.budgets.kv.cas(ctx, "i."+k.base, func(old []byte) []byte {
+		if old != nil {
+			same = string(old) == fp
+			return nil
+		}
+		return []byte(fp)
+	})
+	if err != nil {
+		return limitsUnavailable(err)
+	}
+	if !same {
+		return &wh.Error{Code: wh.EUnprocessable, Reason: "idempotency-key-reused",
+			Message: "this Idempotency-Key was used for a different request: a retry must send the same body; use a new key for a new request"}
+	}
+	return nil
 }

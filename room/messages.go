@@ -75,6 +75,12 @@ func (s *Service) PostWith(ctx context.Context, actor *chat.User, roomName strin
 	if err != nil {
 		return nil, err
 	}
+	if err := s.claimKey(ctx, "post", roomName, text, in.Thread, in.Files, in.Turns); err != nil {
+		return nil, err
+	}
+	if err := s.spend(ctx, LimitPosts, actor); err != nil {
+		return nil, err
+	}
 	d := chat.MessagePosted{Room: roomName, AuthorKind: chat.AuthorUser, Author: actor.Name, Text: text, Mentions: chat.ParseMentions(text),
 		Parts: chat.QuotedParts(text), Route: true, Turns: in.Turns, Thread: in.Thread, Files: in.Files}
 	d.Mentions = addressDM(roomName, actor.Name, d.Mentions)
@@ -268,6 +274,9 @@ func (s *Service) Edit(ctx context.Context, actor *chat.User, roomName string, i
 	if text == m.Text && !retried(ctx) {
 		return m, nil
 	}
+	if err := s.spend(ctx, LimitPosts, actor); err != nil {
+		return nil, err
+	}
 	if _, err := s.append(ctx, chat.EvMessageEdited, chat.MessageEdited{ID: id, Room: roomName, Text: text, By: actor.Name,
 		Mentions: chat.ParseMentions(text), Parts: chat.QuotedParts(text)}); err != nil {
 		return nil, err
@@ -292,6 +301,9 @@ func (s *Service) Delete(ctx context.Context, actor *chat.User, roomName string,
 	}
 	if m.Deleted && !retried(ctx) {
 		return nil // already gone: DELETE is idempotent
+	}
+	if err := s.spend(ctx, LimitPosts, actor); err != nil {
+		return err
 	}
 	if _, err := s.append(ctx, chat.EvMessageDeleted, chat.MessageDeleted{ID: id, Room: roomName, By: actor.Name}); err != nil && !(retried(ctx) && wh.ErrorCode(err) == wh.EConflict) {
 		return err
@@ -320,6 +332,9 @@ func (s *Service) React(ctx context.Context, actor *chat.User, roomName string, 
 		}
 	}
 	if has != add || retried(ctx) {
+		if err := s.spend(ctx, LimitPosts, actor); err != nil {
+			return nil, err
+		}
 		typ := chat.EvReactionAdded
 		if !add {
 			typ = chat.EvReactionRemoved

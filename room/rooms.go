@@ -75,6 +75,9 @@ func (s *Service) CreateRoom(ctx context.Context, actor *chat.User, name string,
 	if _, err := s.RoomByName(ctx, name); err == nil && !retried(ctx) {
 		return nil, wh.Errorf(wh.EConflict, "a room named %q already exists; pick another name or join it", name)
 	}
+	if err := s.spend(ctx, LimitRooms, actor); err != nil {
+		return nil, err
+	}
 	if _, err := s.append(ctx, chat.EvRoomCreated, chat.RoomCreated{Name: name, Kind: chat.KindRoom, Private: private, Topic: topic, Creator: actor.Name}); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/store"
@@ -32,6 +33,9 @@ type Config struct {
 	FileMaxBytes, FileQuota, FilesMaxBytes int64
 	// Capacity reports the event store's use and limit (eventlog.Config).
 	Capacity func() (used, limit uint64, ok bool)
+	// Budgets are the per-person limits (limits.go) the hub's flags set;
+	// nil: DefaultBudgets. An admin's settings override them.
+	Budgets *authz.Budgets
 }
 
 // Service is the chat domain: the rules every change passes (who may do
@@ -39,14 +43,16 @@ type Config struct {
 // store. The store's queries are promoted for the hub's own use.
 type Service struct {
 	*store.Store
-	Log    *eventlog.Log
-	now    func() time.Time
-	logger *slog.Logger
-	cache  *caches
-	js     jetstream.JetStream
-	admin  jetstream.JetStream
-	repl   int
-	logins *limiter // set by Start
+	Log          *eventlog.Log
+	now          func() time.Time
+	logger       *slog.Logger
+	cache        *caches
+	js           jetstream.JetStream
+	admin        jetstream.JetStream
+	repl         int
+	logins       *limiter // set by Start
+	budgets      *budgets
+	loginDevices *limiter // devices that logged in before (set by Start)
 
 	files              *files
 	fileMax, fileQuota int64
@@ -73,7 +79,11 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Admin == nil {
 		cfg.Admin = cfg.JS
 	}
-	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, admin: cfg.Admin, repl: cfg.Replicas,
+	base := DefaultBudgets
+	if cfg.Budgets != nil {
+		base = *cfg.Budgets
+	}
+	s := &Service{Store: st, budgets: newBudgets(base), now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, admin: cfg.Admin, repl: cfg.Replicas,
 		fileMax: cfg.FileMaxBytes, fileQuota: cfg.FileQuota,
 		files: &files{js: cfg.JS, admin: cfg.Admin, replicas: max(cfg.Replicas, 1), maxBytes: cfg.FilesMaxBytes}}
 	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Admin: cfg.Admin, Auth: cfg.Auth, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas, Capacity: cfg.Capacity})
@@ -88,6 +98,12 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.logins = l
+	if s.loginDevices, err = openDevices(ctx, s.admin, s.js, s.repl, s.now); err != nil {
+		return err
+	}
+	if err := s.openBudgets(ctx); err != nil {
+		return err
+	}
 	return s.Log.Start(ctx)
 }
 

@@ -18,6 +18,9 @@ func (s *Service) SetSettings(ctx context.Context, actor *chat.User, set chat.Se
 	if actor == nil || !actor.Admin {
 		return chat.Settings{}, wh.Errorf(wh.EForbidden, "only an admin can change the hub's settings")
 	}
+	if err := set.Limits.Validate(); err != nil {
+		return chat.Settings{}, wh.Errorf(wh.EInvalid, "limits: %v", err)
+	}
 	if len(set.DefaultRooms) > MaxDefaultRooms {
 		return chat.Settings{}, wh.Errorf(wh.EInvalid, "at most %d default rooms", MaxDefaultRooms)
 	}

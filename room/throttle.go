@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,14 +17,17 @@ import (
 )
 
 // Login throttling. Every password check (a login, or the current
-// password when changing it) counts against two keys: the normalized name
-// together with the client's address, and the address alone. A few attempts
-// are free; after them each attempt pushes the next one further out
-// (1 s, 2 s, 4 s … up to 15 minutes). Nothing is ever locked for everyone:
-// someone failing against a name from their address delays only that
-// address, so the account's owner, from any address that did not fail,
-// logs in as usual. A correct password clears its (name, address) key and
-// takes its attempt back from the address.
+// password when changing it) counts against the normalized name together
+// with the client's device (a cookie set at a successful login) when that
+// device logged in as the name before, else with the client's address.
+// A few attempts are free; after them each attempt pushes the next one
+// further out (1 s, 2 s, 4 s … up to 15 minutes). The address's count over
+// all names makes the free attempts fewer (see passwordAttempt) but never
+// refuses anyone by itself. Nothing is ever locked for everyone: someone
+// failing against a name delays only that name from their address, so
+// the account's owner, from a device they logged in with or from any
+// address that did not fail, logs in as usual. A correct password clears
+// its key and takes its attempt back from the address.
 //
 // The counts live in a NATS KV bucket, so every hub node sees the same
 // ones and a guesser cannot spread attempts over nodes; updates are
@@ -61,24 +65,29 @@ type limiter struct {
 	now func() time.Time
 }
 
-// openLimiter opens (admin creating it once) the bucket; ttl is how long
-// an entry lives after its last attempt.
+// openLimiter opens (admin creating it once) the login attempts bucket;
+// ttl is how long an entry lives after its last attempt.
 func openLimiter(ctx context.Context, admin, js jetstream.JetStream, replicas int, now func() time.Time, ttl time.Duration) (*limiter, error) {
-	_, err := admin.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	return openKV(ctx, admin, js, jetstream.KeyValueConfig{
 		Bucket:       LoginBucket,
 		Description:  "failed login attempts by name and address (Wheelhouse hubs)",
 		TTL:          ttl,
-		History:      1,
 		MaxValueSize: 256,
-		Storage:      jetstream.MemoryStorage,
-		Replicas:     max(replicas, 1),
-	})
-	if err != nil {
-		return nil, wh.Wrap(err, "open the login attempts bucket")
+	}, replicas, now)
+}
+
+// openKV opens a limiter's bucket: one value per key, in memory (counts
+// are not history), replicated like the stream.
+// The bucket is created (or updated) through admin, the hub's ops
+// identity, and used through js.
+func openKV(ctx context.Context, admin, js jetstream.JetStream, cfg jetstream.KeyValueConfig, replicas int, now func() time.Time) (*limiter, error) {
+	cfg.History, cfg.Storage, cfg.Replicas = 1, jetstream.MemoryStorage, max(replicas, 1)
+	if _, err := admin.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+		return nil, wh.Wrap(err, "open the %s bucket", cfg.Bucket)
 	}
-	kv, err := js.KeyValue(ctx, LoginBucket)
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if err != nil {
-		return nil, wh.Wrap(err, "open the login attempts bucket")
+		return nil, wh.Wrap(err, "open the %s bucket", cfg.Bucket)
 	}
 	return &limiter{kv: kv, now: now}, nil
 }
@@ -119,40 +128,57 @@ var errLimiterBusy = errors.New("too many concurrent updates")
 // take counts one attempt on key, unless key must still wait: then it
 // returns how long.
 func (l *limiter) take(ctx context.Context, key string, free int) (time.Duration, error) {
-	for range loginCASTries {
+	var wait time.Duration
+	err := l.cas(ctx, key, func(old []byte) []byte {
 		var a attempts
+		if json.Unmarshal(old, &a) != nil {
+			a = attempts{}
+		}
+		now := l.now()
+		if wait = a.Until.Sub(now); wait > 0 {
+			return nil
+		}
+		wait = 0
+		a.N++
+		a.Until = now.Add(delay(a.N, free))
+		b, _ := json.Marshal(a)
+		return b
+	})
+	return wait, err
+}
+
+// cas changes key's value (nil when there is none) to what change makes
+// of it, compare-and-set: when another update came first, it reads again
+// and asks change again. change returns nil to leave the key as it is.
+func (l *limiter) cas(ctx context.Context, key string, change func(old []byte) []byte) error {
+	for range loginCASTries {
+		var old []byte
 		var rev uint64
 		e, err := l.kv.Get(ctx, key)
 		switch {
 		case err == nil:
-			rev = e.Revision()
-			if json.Unmarshal(e.Value(), &a) != nil {
-				a = attempts{}
-			}
+			rev, old = e.Revision(), e.Value()
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		default:
-			return 0, err
+			return err
 		}
-		now := l.now()
-		if wait := a.Until.Sub(now); wait > 0 {
-			return wait, nil
+		b := change(old)
+		if b == nil {
+			return nil
 		}
-		a.N++
-		a.Until = now.Add(delay(a.N, free))
-		b, _ := json.Marshal(a)
 		if rev == 0 {
 			_, err = l.kv.Create(ctx, key, b)
 		} else {
 			_, err = l.kv.Update(ctx, key, b, rev)
 		}
 		if err == nil {
-			return 0, nil
+			return nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongSeq(err) {
-			return 0, err
+			return err
 		}
 	}
-	return 0, errLimiterBusy
+	return errLimiterBusy
 }
 
 func isWrongSeq(err error) bool {
@@ -209,23 +235,79 @@ func (l *limiter) forget(ctx context.Context, key string) error {
 	return err
 }
 
-// passwordAttempt counts an attempt to check name's password from addr;
-// it refuses one that must wait. Call done with whether the password was
+// DeviceBucket remembers which devices (a cookie set at a successful
+// login) have logged in as which names.
+const (
+	DeviceBucket = "wheelhouse-devices"
+	deviceForget = 180 * 24 * time.Hour
+	// DevicePrefix starts a device cookie's value.
+	DevicePrefix = "whd_"
+)
+
+// openDevices opens the bucket of known devices.
+func openDevices(ctx context.Context, admin, js jetstream.JetStream, replicas int, now func() time.Time) (*limiter, error) {
+	return openKV(ctx, admin, js, jetstream.KeyValueConfig{
+		Bucket:       DeviceBucket,
+		Description:  "devices that logged in as a name before, by hash (Wheelhouse hubs)",
+		TTL:          deviceForget,
+		MaxValueSize: 16,
+	}, replicas, now)
+}
+
+// validDevice: a device cookie as the hub sets it (anything else is no
+// device at all).
+func validDevice(d string) bool {
+	return strings.HasPrefix(d, DevicePrefix) && len(d) == len(DevicePrefix)+43
+}
+
+// knownDevice reports whether device has logged in as name before.
+func (s *Service) knownDevice(ctx context.Context, name, device string) bool {
+	if !validDevice(device) || s.loginDevices == nil {
+		return false
+	}
+	_, err := s.loginDevices.kv.Get(ctx, limiterKey("d", name, device))
+	return err == nil
+}
+
+// passwordAttempt counts an attempt to check name's password from addr
+// (and device, the cookie a successful login set; "" when none); it
+// refuses one that must wait. Call done with whether the password was
 // right.
-func (l *limiter) passwordAttempt(ctx context.Context, name, addr string) (done func(ok bool), err error) {
-	pair, byAddr := loginKeys(name, addr)
-	for _, k := range []struct {
-		key  string
-		free int
-		what string
-	}{{pair, loginPairFree, "for this name from your address"}, {byAddr, loginAddrFree, "from your address"}} {
-		wait, err := l.take(ctx, k.key, k.free)
-		if err != nil {
-			return nil, &wh.Error{Code: wh.EUnavailable, Message: "the hub cannot check login attempts right now; try again shortly", Err: err}
+//
+// From a device that logged in as name before, the attempt counts only
+// against (name, device): nobody else's failures, from any address, delay
+// it. Otherwise it counts against (name, address), and the address's
+// count of failures over all names only makes it stricter: from an
+// address with many failures each name gets one free attempt, not three,
+// before its own delays begin. So a shared address (an office, a VPN)
+// never keeps anyone out whose password is right, and every delay is
+// the name's own failures' doing and runs out.
+func (s *Service) passwordAttempt(ctx context.Context, name string, from Client) (done func(ok bool), err error) {
+	l := s.logins
+	_, byAddr := loginKeys(name, from.Addr)
+	pair, free, what := "", loginPairFree, "for this name from your address"
+	if s.knownDevice(ctx, name, from.Device) {
+		pair, what = limiterKey("q", name, from.Device), "for this name from this device"
+	} else {
+		pair, _ = loginKeys(name, from.Addr)
+		if n, err := l.count(ctx, byAddr); err == nil && n >= loginAddrFree {
+			free = 1
 		}
-		if wait > 0 {
-			return nil, &wh.Error{Code: wh.ERateLimited, Reason: "login-delay",
-				Message: fmt.Sprintf("too many wrong passwords %s; try again in %s", k.what, seconds(wait))}
+	}
+	unavailable := func(err error) error {
+		return &wh.Error{Code: wh.EUnavailable, Message: "the hub cannot check login attempts right now; try again shortly", Err: err}
+	}
+	wait, err := l.take(ctx, pair, free)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if wait > 0 {
+		return nil, &wh.Error{Code: wh.ERateLimited, Reason: "login-delay", RetryAfter: wait,
+			Message: fmt.Sprintf("too many wrong passwords %s; try again in %s", what, seconds(wait))}
+	}
+	if !strings.HasPrefix(pair, "q.") {
+		if _, err := l.take(ctx, byAddr, 1<<30); err != nil { // counted, never waited on
+			return nil, unavailable(err)
 		}
 	}
 	return func(ok bool) {
@@ -236,6 +318,25 @@ func (l *limiter) passwordAttempt(ctx context.Context, name, addr string) (done 
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		l.forget(bg, pair)
-		l.giveBack(bg, byAddr, loginAddrFree)
+		if !strings.HasPrefix(pair, "q.") {
+			l.giveBack(bg, byAddr, 1<<30)
+		}
+		if validDevice(from.Device) && s.loginDevices != nil {
+			s.loginDevices.kv.Put(bg, limiterKey("d", name, from.Device), []byte("1"))
+		}
 	}, nil
+}
+
+// count is how many attempts key holds.
+func (l *limiter) count(ctx context.Context, key string) (int, error) {
+	e, err := l.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var a attempts
+	json.Unmarshal(e.Value(), &a)
+	return a.N, nil
 }

@@ -166,18 +166,20 @@ func TestPasswordAttemptMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := &Service{logins: l}
 	for range loginPairFree {
-		done, err := l.passwordAttempt(ctx, "u1", "10.0.0.1")
+		done, err := s.passwordAttempt(ctx, "u1", Client{Addr: "10.0.0.1"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		done(false)
 	}
-	_, err = l.passwordAttempt(ctx, "u1", "10.0.0.1")
-	if wh.ErrorCode(err) != wh.ERateLimited || wh.ErrorMessage(err) != "too many wrong passwords for this name from your address; try again in 1 second" {
-		t.Fatalf("got %v", err)
+	_, err = s.passwordAttempt(ctx, "u1", Client{Addr: "10.0.0.1"})
+	if wh.ErrorCode(err) != wh.ERateLimited || wh.ErrorMessage(err) != "too many wrong passwords for this name from your address; try again in 1 second" ||
+		wh.ErrorRetryAfter(err) != time.Second {
+		t.Fatalf("got %v (retry after %v)", err, wh.ErrorRetryAfter(err))
 	}
-	done, err := l.passwordAttempt(ctx, "u1", "10.0.0.2")
+	done, err := s.passwordAttempt(ctx, "u1", Client{Addr: "10.0.0.2"})
 	if err != nil {
 		t.Fatalf("another address was refused: %v", err)
 	}

@@ -428,6 +428,11 @@ func applySettingsChanged(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.E
 	}
 	b, _ := json.Marshal(chat.NonNilStrings(d.DefaultRooms))
 	_, err = tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ('defaultRooms', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, string(b))
+	if err != nil {
+		return nil, err
+	}
+	lim, _ := json.Marshal(d.Limits) // "null": the hub's flags
+	_, err = tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ('limits', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, string(lim))
 	return nil, err
 }
 
@@ -452,6 +457,12 @@ func settingsTx(ctx context.Context, qr querier) (chat.Settings, error) {
 	}
 	json.Unmarshal([]byte(v), &set.DefaultRooms)
 	set.DefaultRooms = chat.NonNilStrings(set.DefaultRooms)
+	err = qr.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'limits'`).Scan(&v)
+	if err == nil {
+		json.Unmarshal([]byte(v), &set.Limits)
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return set, err
+	}
 	return set, nil
 }
 

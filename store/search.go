@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"html"
 	"strings"
 	"unicode"
@@ -18,8 +20,8 @@ const (
 	DefaultSearch   = 20
 	MaxSearchLimit  = 100
 	snippetTokens   = 16
-	markOpen        = "\x02"
-	markClose       = "\x03"
+	markChar        = "\x02" // starts a mark (markMarks); dropped from message text
+	markEnd         = "\x03" // dropped from message text too
 	snippetEllipsis = "…"
 )
 
@@ -35,6 +37,14 @@ func FTSQuery(q string) (string, error) {
 	if !utf8.ValidString(q) {
 		return "", wh.Errorf(wh.EInvalid, "the search is not valid UTF-8")
 	}
+	// A control character (NUL ends an FTS5 string) separates words, as a
+	// space does: it is never part of a term.
+	q = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, q)
 	var terms []string
 	add := func(t string, prefix bool) {
 		t = strings.TrimSpace(t)
@@ -137,8 +147,9 @@ func (s *Store) Search(ctx context.Context, q SearchQuery) ([]SearchResult, erro
 		where += ` AND messages_fts.rowid < ?`
 		args = append(args, q.Before)
 	}
-	rows, err := s.db.r.QueryContext(ctx, `SELECT messages_fts.rowid, snippet(messages_fts, 0, char(2), char(3), '`+snippetEllipsis+`', `+itoa(snippetTokens)+`)
-		FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE `+where+` ORDER BY messages_fts.rowid DESC LIMIT ?`, append(args, q.Limit)...)
+	open, close := snippetMarks()
+	rows, err := s.db.r.QueryContext(ctx, `SELECT messages_fts.rowid, snippet(messages_fts, 0, ?, ?, '`+snippetEllipsis+`', `+itoa(snippetTokens)+`)
+		FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE `+where+` ORDER BY messages_fts.rowid DESC LIMIT ?`, append(append([]any{open, close}, args...), q.Limit)...)
 	if err != nil {
 		if strings.Contains(err.Error(), "fts5") {
 			return nil, wh.Errorf(wh.EInvalid, "the search could not be read; use words, \"a phrase\" or a prefix*")
@@ -155,7 +166,7 @@ func (s *Store) Search(ctx context.Context, q SearchQuery) ([]SearchResult, erro
 			return nil, wh.Wrap(err, "search")
 		}
 		ids = append(ids, id)
-		snippets[id] = markSnippet(snip)
+		snippets[id] = markSnippet(snip, open, close)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -176,30 +187,49 @@ func (s *Store) Search(ctx context.Context, q SearchQuery) ([]SearchResult, erro
 	return out, nil
 }
 
-// markSnippet escapes a snippet for HTML and turns the match marks into
-// <mark> elements, balanced: the text itself can add none (a stray mark
-// character in a message is dropped).
-func markSnippet(s string) string {
+// snippetMarks are the match marks of one search: a control character and
+// a fresh nonce, so that no message text can contain them (a message can
+// hold \x02, never a nonce it cannot know).
+func snippetMarks() (open, close string) {
+	var b [8]byte
+	rand.Read(b[:])
+	n := hex.EncodeToString(b[:])
+	return markChar + n + "[", markChar + n + "]"
+}
+
+// markSnippet escapes a snippet for HTML and turns the match marks (open,
+// close) into <mark> elements, balanced: the text itself can add none (the
+// mark characters in a message are dropped).
+func markSnippet(s, open, close string) string {
 	var b strings.Builder
-	open := false
+	text := func(t string) {
+		t = strings.NewReplacer(markChar, "", markEnd, "").Replace(t)
+		b.WriteString(html.EscapeString(t))
+	}
+	in := false
 	for len(s) > 0 {
-		i := strings.IndexAny(s, markOpen+markClose)
-		if i < 0 {
-			b.WriteString(html.EscapeString(s))
+		i, j := strings.Index(s, open), strings.Index(s, close)
+		if i < 0 && j < 0 {
+			text(s)
 			break
 		}
-		b.WriteString(html.EscapeString(s[:i]))
-		switch {
-		case s[i:i+1] == markOpen && !open:
-			b.WriteString("<mark>")
-			open = true
-		case s[i:i+1] == markClose && open:
-			b.WriteString("</mark>")
-			open = false
+		isOpen := i >= 0 && (j < 0 || i < j)
+		k, mark := j, close
+		if isOpen {
+			k, mark = i, open
 		}
-		s = s[i+1:]
+		text(s[:k])
+		switch {
+		case isOpen && !in:
+			b.WriteString("<mark>")
+			in = true
+		case !isOpen && in:
+			b.WriteString("</mark>")
+			in = false
+		}
+		s = s[k+len(mark):]
 	}
-	if open {
+	if in {
 		b.WriteString("</mark>")
 	}
 	return b.String()

@@ -20,6 +20,9 @@ func TestFTSQuery(t *testing.T) {
 		{"  café  ", `"café"`},
 		{`* "" - ;`, ``},
 		{"", ``},
+		{"a\x00b", `"a" "b"`},
+		{"\x00\x01\x7f", ``},
+		{"x\u0085y\tz", `"x" "y" "z"`},
 	}
 	for _, c := range cases {
 		got, err := FTSQuery(c.in)
@@ -39,16 +42,22 @@ func TestFTSQuery(t *testing.T) {
 }
 
 func TestMarkSnippet(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"a \x02b\x03 c", "a <mark>b</mark> c"},
-		{"<script>\x02x\x03</script>", "&lt;script&gt;<mark>x</mark>&lt;/script&gt;"},
-		{"\x03stray\x02 open", "stray<mark> open</mark>"},
-		{"\x02\x02a\x03\x03", "<mark>a</mark>"},
-		{`"q" & 'a'`, "&#34;q&#34; &amp; &#39;a&#39;"},
+	o, c := snippetMarks()
+	if o2, _ := snippetMarks(); o2 == o {
+		t.Fatal("two searches share their marks")
 	}
-	for _, c := range cases {
-		if got := markSnippet(c.in); got != c.want {
-			t.Errorf("markSnippet(%q) = %q, want %q", c.in, got, c.want)
+	cases := []struct{ in, want string }{
+		{"a " + o + "b" + c + " c", "a <mark>b</mark> c"},
+		{"<script>" + o + "x" + c + "</script>", "&lt;script&gt;<mark>x</mark>&lt;/script&gt;"},
+		{c + "stray" + o + " open", "stray<mark> open</mark>"},
+		{o + o + "a" + c + c, "<mark>a</mark>"},
+		{`"q" & 'a'`, "&#34;q&#34; &amp; &#39;a&#39;"},
+		// A message's own mark characters add nothing.
+		{"\x02<b>injected</b>\x03 " + o + "word" + c, "&lt;b&gt;injected&lt;/b&gt; <mark>word</mark>"},
+	}
+	for _, tc := range cases {
+		if got := markSnippet(tc.in, o, c); got != tc.want {
+			t.Errorf("markSnippet(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -84,7 +93,7 @@ func FuzzFTSQuery(f *testing.F) {
 			}
 			rest = strings.TrimPrefix(strings.TrimPrefix(rest[i+1:], "*"), " ")
 		}
-		snip := markSnippet(in)
+		snip := markSnippet(in, "\x02n[", "\x02n]")
 		if strings.Count(snip, "<mark>") != strings.Count(snip, "</mark>") || strings.Count(snip, "<")-strings.Count(snip, "<mark>")-strings.Count(snip, "</mark>") != 0 {
 			t.Fatalf("markSnippet(%q) = %q", in, snip)
 		}

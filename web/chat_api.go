@@ -11,6 +11,7 @@ import (
 	"time"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/room"
 	"github.com/wheelhouse-dev/wheelhouse/store"
@@ -294,21 +295,37 @@ func (s *Server) getSettings(w http.ResponseWriter, r *http.Request, u *chat.Use
 		return err
 	}
 	perFile, quota := s.rooms.FileLimits()
-	writeJSON(w, http.StatusOK, map[string]any{"settings": set, "limits": map[string]int64{"fileBytes": perFile, "userFileBytes": quota, "messageBytes": chat.MaxMessageBytes}})
+	budgets, err := s.rooms.Budgets(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"settings": set, "limits": map[string]int64{"fileBytes": perFile, "userFileBytes": quota, "messageBytes": chat.MaxMessageBytes},
+		"personLimits": budgets})
 	return nil
 }
 
 func (s *Server) putSettings(w http.ResponseWriter, r *http.Request, u *chat.User) error {
 	var in struct {
-		DefaultRooms *[]string `json:"defaultRooms"`
+		DefaultRooms *[]string              `json:"defaultRooms"`
+		Limits       *authz.BudgetOverrides `json:"limits"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	if in.DefaultRooms == nil {
-		return wh.Errorf(wh.EInvalid, `send {"defaultRooms":["general"]}`)
+	if in.DefaultRooms == nil && in.Limits == nil {
+		return wh.Errorf(wh.EInvalid, `send {"defaultRooms":["general"]} or {"limits":{"posts":"300/5m"}}; a field left out keeps its value`)
 	}
-	set, err := s.rooms.SetSettings(r.Context(), u, chat.Settings{DefaultRooms: *in.DefaultRooms})
+	set, err := s.rooms.Settings(r.Context())
+	if err != nil {
+		return err
+	}
+	if in.DefaultRooms != nil {
+		set.DefaultRooms = *in.DefaultRooms
+	}
+	if in.Limits != nil {
+		set.Limits = in.Limits
+	}
+	set, err = s.rooms.SetSettings(r.Context(), u, set)
 	if err != nil {
 		return err
 	}

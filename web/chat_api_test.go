@@ -539,6 +539,22 @@ func TestSearch(t *testing.T) {
 			t.Fatalf("snippet %q", snip)
 		}
 	})
+	t.Run("ControlCharactersSeparateWords", func(t *testing.T) {
+		// A NUL once ended the FTS5 string: a 500.
+		if rs := search(tm.alice, "q=feature%00failed"); len(rs) != 1 {
+			t.Fatalf("%d results", len(rs))
+		}
+	})
+	t.Run("AMessageCannotMarkItsOwnSnippet", func(t *testing.T) {
+		post(t, tm.alice, "dev", map[string]any{"text": "\x02<b>injected</b>\x03 snippetword"})
+		rs := search(tm.alice, "q=snippetword")
+		if len(rs) != 1 {
+			t.Fatalf("%d results", len(rs))
+		}
+		if snip := rs[0]["snippet"].(string); strings.Count(snip, "<mark>") != 1 || !strings.Contains(snip, "<mark>snippetword</mark>") {
+			t.Fatalf("snippet %q", snip)
+		}
+	})
 	t.Run("Prefix", func(t *testing.T) {
 		if rs := search(tm.alice, "q=deploy*"); len(rs) != 2 {
 			t.Fatalf("%d results", len(rs))

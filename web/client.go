@@ -110,7 +110,30 @@ func (s *Server) client(r *http.Request) room.Client {
 	if a := s.clientAddr(r); a.IsValid() {
 		c.Addr = a.String()
 	}
+	if ck, err := r.Cookie(DeviceCookie); err == nil {
+		c.Device = ck.Value
+	}
 	return c
+}
+
+// DeviceCookie marks a browser that logged in before: the login throttle
+// never delays its right password for others' failures (room/throttle.go).
+// It is no credential: it grants nothing but that.
+const DeviceCookie = "wh_device"
+
+// loginClient is client(r) with a device cookie for a browser that has
+// none yet; keepDevice sets it once the login succeeded.
+func (s *Server) loginClient(r *http.Request) room.Client {
+	c := s.client(r)
+	if !strings.HasPrefix(c.Device, room.DevicePrefix) {
+		c.Device = room.NewSecret(room.DevicePrefix)
+	}
+	return c
+}
+
+func (s *Server) keepDevice(w http.ResponseWriter, r *http.Request, c room.Client) {
+	http.SetCookie(w, &http.Cookie{Name: DeviceCookie, Value: c.Device, Path: "/api/v1/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: s.secure(r), MaxAge: 180 * 24 * 3600})
 }
 
 // setSession sets the session cookie (the __Host- one over TLS, dropping a

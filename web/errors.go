@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	wh "github.com/wheelhouse-dev/wheelhouse"
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 )
 
 // HTTPStatus maps an error code to its HTTP status.
@@ -33,6 +35,8 @@ func HTTPStatus(code string) int {
 		return http.StatusServiceUnavailable
 	case wh.EStorageFull:
 		return http.StatusInsufficientStorage
+	case wh.EUnprocessable:
+		return http.StatusUnprocessableEntity
 	default:
 		return http.StatusInternalServerError
 	}
@@ -44,11 +48,17 @@ type ErrorBody struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 		Reason  string `json:"reason,omitempty"`
+		// RetryAfter (seconds) is on rate_limited answers, as the
+		// Retry-After header is.
+		RetryAfter int `json:"retryAfter,omitempty"`
 	} `json:"error"`
 }
 
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	b := errorBody(log, err, "method", r.Method, "path", r.URL.Path)
+	if b.Error.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(b.Error.RetryAfter))
+	}
 	writeJSON(w, HTTPStatus(b.Error.Code), b)
 }
 
@@ -67,6 +77,9 @@ func errorBody(log *slog.Logger, err error, where ...any) ErrorBody {
 	b.Error.Code = code
 	b.Error.Message = wh.ErrorMessage(err)
 	b.Error.Reason = wh.ErrorReason(err)
+	if code == wh.ERateLimited {
+		b.Error.RetryAfter = authz.RetryAfterSeconds(wh.ErrorRetryAfter(err))
+	}
 	return b
 }
 

@@ -101,6 +101,8 @@ type wsConn struct {
 	// backlog, then one writer at a time.
 	last    uint64
 	lastIdx int
+	// release gives back the socket's place under its person's limit.
+	release func()
 }
 
 var errSlow = errors.New("slow consumer")
@@ -179,8 +181,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) er
 	if r.Header.Get("Upgrade") == "" {
 		return wh.Errorf(wh.EInvalid, "this endpoint speaks WebSocket: connect with a WebSocket client")
 	}
+	release, err := s.rooms.OpenSocket(r.Context(), u.Name) // a person's sockets are bounded
+	if err != nil {
+		return err
+	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns})
 	if err != nil {
+		release()
 		return nil // Accept wrote the response (403 for a foreign origin)
 	}
 	ws.SetReadLimit(wsReadLimit)
@@ -188,6 +195,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, u *chat.User) er
 	secret, _ := secretFrom(r)
 	c := &wsConn{userID: u.ID, cred: room.HashSecret(secret), ws: ws, cork: netcork.From(r.Context()), q: newOutQueue(s.cfg.QueueBytes, s.cfg.QueueSize),
 		ctx: ctx, cancel: cancel, last: uint64(since), lastIdx: int(min(sinceIdx, 1<<30)), writable: s.mayChange(r)}
+	c.release = release
 
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
@@ -244,6 +252,7 @@ func (s *Server) endSocket(c *wsConn, user string, err error) {
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.metrics.wsClients.Dec()
+	c.release()
 	c.stopPinging()
 	c.cancel(err)
 	if cause := context.Cause(c.ctx); errors.Is(cause, errSlow) || errors.Is(cause, context.DeadlineExceeded) || errors.Is(cause, os.ErrDeadlineExceeded) {

@@ -99,12 +99,14 @@ var (
 		"Accounts by state (active, deactivated).", []string{"state"}, nil)
 	descStreamSeq = prometheus.NewDesc("wheelhouse_stream_last_seq",
 		"The event stream's last sequence.", nil, nil)
+	descLimitRefusals = prometheus.NewDesc("wheelhouse_limit_refusals_total",
+		"Actions this node refused because a person went over a per-person limit, by limit (posts, rooms, uploads, sockets).", []string{"limit"}, nil)
 	descLag = prometheus.NewDesc("wheelhouse_projection_lag_events",
 		"Events in the stream this node has not applied yet (stream last sequence minus applied).", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descApprovals, descApprovalsPending, descAgents, descUsers, descStreamSeq, descLag} {
+	for _, d := range []*prometheus.Desc{descApprovals, descApprovalsPending, descAgents, descUsers, descStreamSeq, descLag, descLimitRefusals} {
 		ch <- d
 	}
 }
@@ -132,6 +134,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		for k, v := range n {
 			ch <- prometheus.MustNewConstMetric(descUsers, prometheus.GaugeValue, v, k)
 		}
+	}
+	for k, n := range c.rooms.LimitRefusals() {
+		ch <- prometheus.MustNewConstMetric(descLimitRefusals, prometheus.CounterValue, float64(n), k)
 	}
 	applied := c.rooms.Log.Applied()
 	if st := c.rooms.Log.Stream(); st != nil {

@@ -324,6 +324,9 @@ func securityHeaders(h http.Handler) http.Handler {
 		hd.Set("Referrer-Policy", "same-origin")
 		hd.Set("X-Frame-Options", "DENY")
 		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+		if r.TLS != nil { // the hub's own TLS listener: browsers keep to https (a proxy in front sets its own)
+			hd.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		h.ServeHTTP(w, r)
 	})
 }
@@ -367,11 +370,13 @@ func (s *Server) postSetup(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.SetupDone != nil {
 		s.cfg.SetupDone()
 	}
-	secret, _, err := s.rooms.Login(r.Context(), in.Name, in.Password, s.client(r))
+	from := s.loginClient(r)
+	secret, _, err := s.rooms.Login(r.Context(), in.Name, in.Password, from)
 	if err != nil {
 		return err
 	}
 	s.setSession(w, r, secret, chat.SessionTTL)
+	s.keepDevice(w, r, from)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }
@@ -384,11 +389,13 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	secret, u, err := s.rooms.Login(r.Context(), in.Name, in.Password, s.client(r))
+	from := s.loginClient(r)
+	secret, u, err := s.rooms.Login(r.Context(), in.Name, in.Password, from)
 	if err != nil {
 		return err
 	}
 	s.setSession(w, r, secret, chat.SessionTTL)
+	s.keepDevice(w, r, from)
 	writeJSON(w, http.StatusCreated, map[string]any{"user": u})
 	return nil
 }

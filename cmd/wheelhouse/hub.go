@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/hub"
+	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
 type hubFlags struct {
@@ -23,6 +25,7 @@ type hubFlags struct {
 	natsMaxStore                                                    byteSize
 	logJSON                                                         bool
 	steerTimeout                                                    time.Duration
+	limits                                                          authz.Budgets
 }
 
 func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
@@ -43,6 +46,20 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	enumVar(fs, &f.logLevel, "log-level", "info", logLevels, "log `level`")
 	fs.DurationVar(&f.steerTimeout, "steer-timeout", hub.DefaultSteerTimeout, "how long a bridge has to begin acting on a message (its deadline)")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this separate listen `address` host:port (default: off)")
+	f.limits = room.DefaultBudgets
+	for _, l := range []struct {
+		name string
+		r    *authz.Rate
+		what string
+	}{
+		{"limit-posts", &f.limits.Posts, "messages, edits, deletions and reactions"},
+		{"limit-rooms", &f.limits.Rooms, "rooms created"},
+		{"limit-uploads", &f.limits.Uploads, "files uploaded"},
+	} {
+		fs.Var((*rateFlag)(l.r), l.name, "per-person limit on "+l.what+": N/`period` such as 300/5m, or off (admins change it with PUT /settings)")
+	}
+	fs.Var((*rateFlag)(&f.limits.Bridge), "limit-bridge", "per-bridge pace of its agents' output, N/`period` or off (paced, never refused)")
+	fs.IntVar(&f.limits.Sockets, "limit-sockets", f.limits.Sockets, "per-person limit on open live-event sockets (0: none)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "reverse proxies whose X-Forwarded-For/-Proto count, comma-separated `addresses or CIDRs`")
 }
 
@@ -61,7 +78,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 		DataDir: f.data, HTTPAddr: f.http, TLSCert: f.tlsCert, TLSKey: f.tlsKey, PublicURL: f.publicURL,
 		NATSAddr: f.nats, NATSURL: f.natsURL, NATSSecrets: f.natsSecrets, NATSWebsocket: splitList(f.natsWebsocket),
 		Replicas: f.replicas, Sync: f.sync, NATSMaxStore: int64(f.natsMaxStore), OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
-		MetricsAddr: f.metrics, TrustedProxies: splitList(f.trustedProxies),
+		MetricsAddr: f.metrics, TrustedProxies: splitList(f.trustedProxies), Budgets: &f.limits,
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
 }
@@ -164,6 +181,20 @@ func defaultDataDir() string {
 		return "wheelhouse-data"
 	}
 	return filepath.Join(home, ".local", "share", "wheelhouse")
+}
+
+// rateFlag is a flag holding a per-person rate (authz.ParseRate).
+type rateFlag authz.Rate
+
+func (r *rateFlag) String() string { return authz.Rate(*r).String() }
+
+func (r *rateFlag) Set(s string) error {
+	v, err := authz.ParseRate(s)
+	if err != nil {
+		return err
+	}
+	*r = rateFlag(v)
+	return nil
 }
 
 // byteSize is a flag holding a number of bytes, written as 1048576, 512MB,

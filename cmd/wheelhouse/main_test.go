@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
+	"github.com/wheelhouse-dev/wheelhouse/room"
 )
 
 // The test binary doubles as the wheelhouse binary: with
@@ -145,6 +147,33 @@ func TestHubFlagsFromEnvironment(t *testing.T) {
 	f.register(fs, "", "x")
 	if err := parse(fs, []string{"--http", "127.0.0.1:1"}); err != nil || f.http != "127.0.0.1:1" {
 		t.Fatalf("flag must beat the environment: %q %v", f.http, err)
+	}
+}
+
+// The per-person limits come from flags and the environment; the defaults
+// are room.DefaultBudgets; a malformed rate is refused.
+func TestHubLimitFlags(t *testing.T) {
+	t.Setenv("WHEELHOUSE_LIMIT_SOCKETS", "7")
+	fs := newFlags("hub", "hub", io.Discard)
+	var f hubFlags
+	f.register(fs, "", "x")
+	if f.limits != room.DefaultBudgets {
+		t.Fatalf("defaults %+v", f.limits)
+	}
+	if err := parse(fs, []string{"--limit-posts", "10/1m", "--limit-rooms", "off"}); err != nil {
+		t.Fatal(err)
+	}
+	if f.limits.Posts != (authz.Rate{N: 10, Per: time.Minute}) || !f.limits.Rooms.Off() || f.limits.Sockets != 7 || f.limits.Uploads != room.DefaultBudgets.Uploads {
+		t.Fatalf("limits %+v", f.limits)
+	}
+	if cfg := f.config(io.Discard); cfg.Budgets == nil || *cfg.Budgets != f.limits {
+		t.Fatalf("config %+v", cfg.Budgets)
+	}
+	fs = newFlags("hub", "hub", io.Discard)
+	f = hubFlags{}
+	f.register(fs, "", "x")
+	if err := parse(fs, []string{"--limit-posts", "lots"}); err == nil {
+		t.Fatal("a malformed rate was accepted")
 	}
 }
 

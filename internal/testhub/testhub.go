@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/hub"
 )
 
@@ -38,6 +39,8 @@ type Options struct {
 	TLS *CA
 	// FileMaxBytes and FileQuota set the upload limits.
 	FileMaxBytes, FileQuota int64
+	// Budgets sets the per-person limits (default room.DefaultBudgets).
+	Budgets *authz.Budgets
 	// PublicURL, TrustedProxies and MetricsAddr are the hub's settings.
 	PublicURL      string
 	TrustedProxies []string
@@ -98,7 +101,7 @@ func Start(t testing.TB, o Options) *Hub {
 	}
 	cfg := hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout, BridgeSweep: o.BridgeSweep,
 		FileMaxBytes: o.FileMaxBytes, FileQuota: o.FileQuota, NATSMaxStore: o.NATSMaxStore, Replicas: o.Replicas,
-		PublicURL: o.PublicURL, TrustedProxies: o.TrustedProxies, MetricsAddr: o.MetricsAddr, Now: o.Now}
+		PublicURL: o.PublicURL, TrustedProxies: o.TrustedProxies, MetricsAddr: o.MetricsAddr, Now: o.Now, Budgets: o.Budgets}
 	if o.NATS != nil {
 		cfg.NATSURL, cfg.NATSSecrets, cfg.NATSWebsocket = o.NATS.URL, o.NATS.Secrets, []string{o.NATS.Websocket}
 	}
@@ -158,6 +161,7 @@ type Response struct {
 	Status int
 	Body   map[string]any
 	Raw    []byte
+	Header http.Header
 }
 
 // ErrCode returns error.code of an error answer.
@@ -220,7 +224,7 @@ func (c *Client) DoWith(method, path string, body any, headers map[string]string
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	out := Response{Status: resp.StatusCode, Raw: raw}
+	out := Response{Status: resp.StatusCode, Raw: raw, Header: resp.Header}
 	if len(raw) > 0 {
 		json.Unmarshal(raw, &out.Body)
 	}

@@ -27,6 +27,8 @@ type Event struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 		Reason  string `json:"reason"`
+		// RetryAfter (seconds) is on rate_limited replies.
+		RetryAfter int `json:"retryAfter"`
 	} `json:"error"`
 }
 
