@@ -32,6 +32,21 @@ type pendingApproval struct {
 	hash    string
 	decided chan wire.Decision
 	once    sync.Once
+	// handed is closed once the request went to the hub (or failed to):
+	// an update about it (a decision on this machine) is sent after it,
+	// or the hub would hear of a decision on a request it does not have.
+	handed chan struct{}
+}
+
+// afterHanded sends an update about the request once the request itself
+// has gone to the hub (at once if it has).
+func (p *pendingApproval) afterHanded(send func()) {
+	select {
+	case <-p.handed:
+		send()
+	default:
+		go func() { <-p.handed; send() }()
+	}
 }
 
 func newGate(r *runner) *gate { return &gate{r: r, pending: map[string]*pendingApproval{}} }
@@ -159,7 +174,7 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	req := wire.ApprovalRequest{ID: newApprovalID(), Agent: r.cfg.Name, TurnID: ask.TurnID, Tool: ask.Call.Tool, Summary: ask.Summary, Diff: ask.Diff,
 		PayloadHash: hash, Payload: string(canonical), SteeredBy: steeredBy, Tainted: tainted, Room: room, Expires: r.b.cfg.Now().Add(ttl).UTC(),
 		DataTainted: inputs.DataTainted(), Data: inputs.Data, Sandbox: ask.Sandbox, Thread: thread}
-	p := &pendingApproval{req: req, hash: hash, decided: make(chan wire.Decision, 1)}
+	p := &pendingApproval{req: req, hash: hash, decided: make(chan wire.Decision, 1), handed: make(chan struct{})}
 	g.mu.Lock()
 	g.pending[req.ID] = p
 	g.mu.Unlock()
@@ -173,7 +188,9 @@ func (g *gate) Ask(ctx context.Context, ask ApprovalAsk) (Grant, error) {
 	}()
 
 	var unwatched <-chan struct{} // with the hub unreachable: the owner stopped watching
-	if err := g.toHub(ctx, req); err != nil {
+	err = g.toHub(ctx, req)
+	close(p.handed)
+	if err != nil {
 		// No owner decision can come from the browser. Unless the owner
 		// watches on this machine (wheelhouse approvals --watch), nobody
 		// can decide: the answer is a denial now, not at the expiry.
@@ -331,7 +348,8 @@ func (g *gate) decide(d wire.Decision, local bool) error {
 		if d.Decision != "approve" {
 			status = wire.ApprovalDenied
 		}
-		g.r.b.publish(wire.KindApprovalUpdate, wire.ApprovalUpdate{ApprovalID: d.ApprovalID, Agent: g.r.cfg.Name, Status: status, By: d.By, PayloadHash: d.PayloadHash})
+		up := wire.ApprovalUpdate{ApprovalID: d.ApprovalID, Agent: g.r.cfg.Name, Status: status, By: d.By, PayloadHash: d.PayloadHash}
+		p.afterHanded(func() { g.r.b.publish(wire.KindApprovalUpdate, up) })
 	}
 	return nil
 }
