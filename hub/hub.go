@@ -113,8 +113,11 @@ type Config struct {
 	// FileMaxBytes and FileQuota bound one uploaded file and all of one
 	// user's files (defaults room.DefaultFileMaxBytes, room.DefaultFileQuota).
 	FileMaxBytes, FileQuota int64
-	Logger                  *slog.Logger
-	Now                     func() time.Time
+	// SQLiteWALLimit bounds the SQLite write-ahead log in bytes (default
+	// store.DefaultWALLimit): past it a checkpoint empties the file.
+	SQLiteWALLimit int64
+	Logger         *slog.Logger
+	Now            func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -150,6 +153,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
+	}
+	if c.SQLiteWALLimit < 0 {
+		return wh.Errorf(wh.EInvalid, "--sqlite-wal-limit must not be negative")
 	}
 	if c.NATSMaxStore < 0 {
 		return wh.Errorf(wh.EInvalid, "--nats-max-store must not be negative")
@@ -251,7 +257,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		}
 	}
 	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
-		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity})
+		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity, WALLimit: h.cfg.SQLiteWALLimit})
 	if err != nil {
 		return err
 	}
@@ -263,6 +269,12 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		func() float64 { _, e := h.rooms.Log.Batches(); return float64(e) }))
 	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_reapplied_batches_total", Help: "Batches applied again with a savepoint per event because one of their events was refused."},
 		func() float64 { return float64(h.rooms.SavepointRuns()) }))
+	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_sqlite_wal_bytes", Help: "Size of this node's SQLite write-ahead log file."},
+		func() float64 { return float64(h.rooms.DB().WALBytes()) }))
+	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_sqlite_wal_limit_bytes", Help: "The size past which a checkpoint empties the write-ahead log (--sqlite-wal-limit)."},
+		func() float64 { return float64(h.rooms.DB().WALLimit()) }))
+	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_sqlite_wal_truncations_total", Help: "Checkpoints that emptied the write-ahead log because it passed its limit."},
+		func() float64 { n, _ := h.rooms.DB().Truncations(); return float64(n) }))
 
 	proxies, _ := ParseTrustedProxies(h.cfg.TrustedProxies)
 	h.web = web.New(web.Config{

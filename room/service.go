@@ -26,6 +26,8 @@ type Config struct {
 	FileMaxBytes, FileQuota, FilesMaxBytes int64
 	// Capacity reports the event store's use and limit (eventlog.Config).
 	Capacity func() (used, limit uint64, ok bool)
+	// WALLimit bounds the SQLite write-ahead log (0: store.DefaultWALLimit).
+	WALLimit int64
 }
 
 // Service is the chat domain: the rules every change passes (who may do
@@ -53,7 +55,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	st, err := store.Open(ctx, cfg.DataDir, cfg.Logger)
+	st, err := store.Open(ctx, cfg.DataDir, cfg.Logger, cfg.WALLimit)
 	if err != nil {
 		return nil, err
 	}

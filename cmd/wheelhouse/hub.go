@@ -20,7 +20,7 @@ type hubFlags struct {
 	nats, natsURL, natsSecrets, natsWebsocket                       string
 	metrics, trustedProxies                                         string
 	replicas                                                        int
-	natsMaxStore                                                    byteSize
+	natsMaxStore, walLimit                                          byteSize
 	logJSON                                                         bool
 	steerTimeout                                                    time.Duration
 }
@@ -37,6 +37,7 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.StringVar(&f.natsWebsocket, "nats-websocket", "", "with --nats-url: the NATS servers' websocket listeners that /nats forwards bridges to (ws://host:port `URLs`, comma-separated)")
 	fs.IntVar(&f.replicas, "replicas", 1, "event stream replicas (3 on a NATS cluster)")
 	fs.Var(&f.natsMaxStore, "nats-max-store", "cap on the embedded JetStream store, a `size` such as 20GB or 512MiB (default: nats-server's, 75% of the disk space free at start)")
+	fs.Var(&f.walLimit, "sqlite-wal-limit", "the `size` past which a checkpoint empties the SQLite write-ahead log (default 64MiB)")
 	enumVar(fs, &f.sync, "sync", hub.SyncInterval, []string{hub.SyncInterval, hub.SyncAlways}, "when the embedded NATS server syncs acknowledged events to disk: every two minutes, or before every acknowledgement (see docs/operations.md)")
 	fs.StringVar(&f.origins, "origins", "", "extra allowed WebSocket origins, comma-separated host `patterns`")
 	fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
@@ -60,7 +61,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 	return hub.Config{
 		DataDir: f.data, HTTPAddr: f.http, TLSCert: f.tlsCert, TLSKey: f.tlsKey, PublicURL: f.publicURL,
 		NATSAddr: f.nats, NATSURL: f.natsURL, NATSSecrets: f.natsSecrets, NATSWebsocket: splitList(f.natsWebsocket),
-		Replicas: f.replicas, Sync: f.sync, NATSMaxStore: int64(f.natsMaxStore), OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
+		Replicas: f.replicas, Sync: f.sync, NATSMaxStore: int64(f.natsMaxStore), SQLiteWALLimit: int64(f.walLimit), OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
 		MetricsAddr: f.metrics, TrustedProxies: splitList(f.trustedProxies),
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
