@@ -93,6 +93,9 @@ type Config struct {
 	// a refused append, and known to have room again when an append
 	// succeeds.
 	Capacity func() (used, limit uint64, ok bool)
+	// Hold, when set, keeps the projector from applying anything until it
+	// is closed: tests hold it to watch a node that is catching up.
+	Hold <-chan struct{}
 }
 
 // Log appends events to the stream and projects them, in order.
@@ -103,6 +106,7 @@ type Log struct {
 	replicas int
 	retry    time.Duration
 	capacity func() (used, limit uint64, ok bool)
+	hold     <-chan struct{}
 
 	capMu sync.Mutex                 // held by the one appender taking a new reading
 	cap   atomic.Pointer[capReading] // the last reading of capacity
@@ -134,6 +138,9 @@ type Log struct {
 type Failure struct {
 	Reason string
 	Err    error
+	// Applied and Of are a catching-up node's progress: the events it
+	// has applied, of those the stream held when it started.
+	Applied, Of uint64
 }
 
 func (f *Failure) Error() string { return f.Reason + ": " + f.Err.Error() }
@@ -157,7 +164,7 @@ func New(cfg Config) *Log {
 	if cfg.Retry <= 0 {
 		cfg.Retry = time.Second
 	}
-	return &Log{js: cfg.JS, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry, capacity: cfg.Capacity,
+	return &Log{js: cfg.JS, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry, capacity: cfg.Capacity, hold: cfg.Hold,
 		waiters: map[string]chan error{}, notify: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 		local: localEntries{wake: make(chan struct{}, 1)}}
 }
@@ -282,8 +289,8 @@ func (l *Log) Ready() error {
 	if f := l.health.Load(); f != nil {
 		return f
 	}
-	if l.applied.Load() < l.startSeq {
-		return &Failure{Reason: ReasonCatchingUp, Err: fmt.Errorf("projection catching up: %d of %d", l.applied.Load(), l.startSeq)}
+	if a := l.applied.Load(); a < l.startSeq {
+		return &Failure{Reason: ReasonCatchingUp, Applied: a, Of: l.startSeq, Err: fmt.Errorf("projection catching up: %d of %d", a, l.startSeq)}
 	}
 	return nil
 }
@@ -713,6 +720,13 @@ func (q *localEntries) take(seq uint64) (Entry, bool) {
 
 func (l *Log) project() {
 	defer close(l.done)
+	if l.hold != nil {
+		select {
+		case <-l.hold:
+		case <-l.stop:
+			return
+		}
+	}
 	batch := make([]Entry, 0, maxBatch)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()

@@ -28,6 +28,9 @@ type Config struct {
 	Capacity func() (used, limit uint64, ok bool)
 	// WALLimit bounds the SQLite write-ahead log (0: store.DefaultWALLimit).
 	WALLimit int64
+	// Hold keeps the projector from applying anything until it is closed
+	// (eventlog.Config).
+	Hold <-chan struct{}
 }
 
 // Service is the chat domain: the rules every change passes (who may do
@@ -68,7 +71,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	s := &Service{Store: st, now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, repl: cfg.Replicas,
 		fileMax: cfg.FileMaxBytes, fileQuota: cfg.FileQuota,
 		files: &files{js: cfg.JS, replicas: max(cfg.Replicas, 1), maxBytes: cfg.FilesMaxBytes}}
-	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas, Capacity: cfg.Capacity})
+	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas, Capacity: cfg.Capacity, Hold: cfg.Hold})
 	s.Log.OnFeed(s.cache.onFeed)
 	return s, nil
 }

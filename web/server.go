@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,10 @@ type Config struct {
 	SetupDone func()
 	// Ready reports readiness (NATS connected, projection caught up).
 	Ready func() error
+	// Gate, while it returns an error, answers every API request with it
+	// (and Retry-After): the hub is catching up and nothing it would read
+	// is current. /readyz, /healthz and the UI's files are served.
+	Gate func() error
 	// OriginPatterns are extra allowed WebSocket origins (host patterns);
 	// the request's own host is always allowed.
 	OriginPatterns []string
@@ -284,7 +289,13 @@ func (s *Server) routes() http.Handler {
 				if old := s.notReady.Swap(&reason); old == nil || *old != reason {
 					s.log.Warn("not ready", "reason", reason, "err", err)
 				}
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason})
+				body := map[string]any{"status": "not ready", "reason": reason}
+				var f *eventlog.Failure
+				if errors.As(err, &f) && f.Reason == eventlog.ReasonCatchingUp {
+					// Progress: the events applied of those to catch up.
+					body["applied"], body["of"] = f.Applied, f.Of
+				}
+				writeJSON(w, http.StatusServiceUnavailable, body)
 				return
 			}
 		}
@@ -298,11 +309,36 @@ func (s *Server) routes() http.Handler {
 	}))
 	mux.Handle("/", staticHandler())
 
+	var h http.Handler = mux
+	if s.cfg.Gate != nil {
+		h = s.gated(mux)
+	}
+
 	s.cop = http.NewCrossOriginProtection()
 	s.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, errCrossOrigin)
 	}))
-	return s.metrics.instrument(securityHeaders(s.cop.Handler(mux)))
+	return s.metrics.instrument(securityHeaders(s.cop.Handler(h)))
+}
+
+// RetryAfterCatchingUp is the Retry-After (seconds) of an answer refused
+// while the hub catches up.
+const RetryAfterCatchingUp = "5"
+
+// gated answers API requests with the gate's error while it has one.
+func (s *Server) gated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			if err := s.cfg.Gate(); err != nil {
+				w.Header().Set("Retry-After", RetryAfterCatchingUp)
+				var b ErrorBody // not logged: every request until the hub serves
+				b.Error.Code, b.Error.Message, b.Error.Reason = wh.ErrorCode(err), wh.ErrorMessage(err), wh.ErrorReason(err)
+				writeJSON(w, HTTPStatus(b.Error.Code), b)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // readyReason is the reason code /readyz shows: a failure's own code when
