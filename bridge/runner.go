@@ -141,7 +141,7 @@ func (r *runner) info() wire.AgentInfo {
 	}
 	info := wire.AgentInfo{Name: r.cfg.Name, Harness: r.kind(), CanSteer: r.h != nil && r.h.CanSteer(), Status: st,
 		TurnID: r.turnID, TurnRoom: r.turnRoom, SteeredBy: slices.Clone(r.steeredBy), Policy: r.policy, Pending: r.gate.pendingIDs(),
-		Rooms: r.b.trust.grants(r.cfg.Name)}
+		Rooms: r.b.trust.grants(r.cfg.Name), Ending: r.b.out.ending(r.cfg.Name)}
 	for _, q := range r.queue {
 		info.Queued = append(info.Queued, q.st.ID)
 	}

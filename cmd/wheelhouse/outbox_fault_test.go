@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wheelhouse-dev/wheelhouse/bridge"
+	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
+)
+
+// A turn that ends while its hub is down (the hub killed -9 mid-turn, back
+// only after the turn ended) still ends with every reply in its thread,
+// turn.started and turn.ended in the timeline, a final receipt and a clean
+// inspect --verify: the bridge keeps what the hub did not acknowledge in
+// its outbox and sends it again once the hub is back. (Before, the bridge
+// published them fire-and-forget and all it said while the hub was down
+// was lost.)
+func TestHubKilledMidTurnLosesNothing(t *testing.T) {
+	r := startFaultRig(t, "")
+	id := r.alice.Post("dev", "@alice/demo list the files")
+	receiptWith(t, r.alice, "dev", id, "started")
+	r.hub.cmd.Process.Signal(syscall.SIGKILL)
+	r.hub.cmd.Wait()
+	r.bridge.expect(t, `turn \S+ ended: completed`) // the whole rest of the turn with no hub
+	r.startHub()
+	r.alice = relogin(t, r.url, "alice", "alice password")
+
+	rc := finalReceipt(t, r.alice, "dev", id, 60*time.Second)
+	if rc["status"] != "done" {
+		t.Fatalf("receipt %v, want done", rc)
+	}
+	turn, _ := rc["turnId"].(string)
+	// The demo's turn says: its intro, one line per step (6), its reply.
+	const want = 1 + 6 + 1
+	var texts []string
+	testhub.CheckFor(t, 30*time.Second, "every reply of the turn in its thread", func() error {
+		texts = nil
+		th := r.alice.Must(200, "GET", fmt.Sprintf("/api/v1/rooms/dev/messages?thread=%d&limit=200", id), nil)
+		for _, m := range testhub.AsList(th.Body["messages"]) {
+			if m["author"] == "alice/demo" && m["turnId"] == turn {
+				texts = append(texts, m["text"].(string))
+			}
+		}
+		if len(texts) != want {
+			all := r.alice.Must(200, "GET", "/api/v1/rooms/dev/messages?include=replies&limit=200", nil)
+			return fmt.Errorf("%d agent messages, want %d: %q\nall: %s", len(texts), want, texts, all.Raw)
+		}
+		return nil
+	})
+	if !strings.Contains(texts[len(texts)-1], "I'm the Wheelhouse demo agent") || !strings.Contains(texts[1], "listing files") {
+		t.Fatalf("the thread is out of order or incomplete: %q", texts)
+	}
+	kinds := timelineKinds(t, r.alice, "alice/demo", turn)
+	if !contains(kinds, "turn.started") || !contains(kinds, "turn.ended") {
+		t.Fatalf("timeline of the turn %v, want turn.started and turn.ended", kinds)
+	}
+	for _, k := range []string{"turn.started", "turn.ended"} {
+		if n := count(kinds, k); n != 1 {
+			t.Fatalf("%d %s entries, want 1: %v", n, k, kinds)
+		}
+	}
+	tok := r.alice.Must(201, "POST", "/api/v1/tokens", map[string]string{"label": "inspect"}).Body["token"].(string)
+	journal := bridge.JournalPath(filepath.Join(r.bridgeDir, "wheelhouse", "journal"), "alice", "demo")
+	if out, code := runCmd(t, "inspect", "@alice/demo", "--hub", r.url, "--token", tok, "--verify", "--journal", journal); code != 0 || !strings.HasPrefix(out, "OK:") {
+		t.Fatalf("inspect --verify: %d %s", code, out)
+	}
+}
+
+func count(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
+}
