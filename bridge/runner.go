@@ -197,6 +197,13 @@ func (r *runner) deliver(st wire.Steer) (rc wire.Receipt, acted bool) {
 		r.b.printf("refused @%s's message for %s: it arrived %s after its deadline (the hub has told the sender it expired)", st.Sender, r.handle(), late.Round(time.Millisecond))
 		return wire.Receipt{Status: wire.StatusExpired, Reason: wire.ReasonExpired, Detail: "the agent's machine received the message after its deadline; nothing was done with it"}, false
 	}
+	if r.b.cutOff() {
+		// Not running for a while (stopped, asleep): the hub may have
+		// declared this bridge offline and told the sender so, even
+		// within the deadline. Refused until the hub has heard from it.
+		r.b.printf("refused @%s's message for %s: this bridge was not running for a while and the hub may have declared it offline", st.Sender, r.handle())
+		return wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonAgentOffline, Detail: "the agent's machine was not running for a while when the message reached it; nothing was done with it — send again"}, false
+	}
 	return r.decide(st), true
 }
 

@@ -131,6 +131,11 @@ type Log struct {
 	stop     chan struct{}
 	done     chan struct{}
 	started  bool
+
+	// lastPub is the failure of this node's last append, nil once one
+	// succeeds (or the stream answers the probe): readiness follows it at
+	// once, where the probe takes up to two periods to notice.
+	lastPub atomic.Pointer[Failure]
 }
 
 // Failure is why the log cannot take writes now: Reason is a short code
@@ -289,6 +294,9 @@ func (l *Log) Ready() error {
 	if f := l.health.Load(); f != nil {
 		return f
 	}
+	if f := l.lastPub.Load(); f != nil {
+		return f
+	}
 	if a := l.applied.Load(); a < l.startSeq {
 		return &Failure{Reason: ReasonCatchingUp, Applied: a, Of: l.startSeq, Err: fmt.Errorf("projection catching up: %d of %d", a, l.startSeq)}
 	}
@@ -397,8 +405,12 @@ func (l *Log) capacityFull() (full, known bool, detail error) {
 	return r.full, r.known, r.detail
 }
 
-// appended notes an append the stream took: it is not full.
+// appended notes an append the stream took: it is not full, and it takes
+// writes.
 func (l *Log) appended() {
+	if f := l.lastPub.Load(); f != nil && l.lastPub.CompareAndSwap(f, nil) {
+		l.log.Info("the event log takes writes again", "was", f.Reason)
+	}
 	if f := l.health.Load(); f != nil && f.Reason == ReasonLogFull {
 		l.clearHealth(f)
 	}
@@ -523,6 +535,10 @@ func (l *Log) publishErr(err error) error {
 	f := classify(err)
 	if f.Reason == ReasonLogFull {
 		l.setHealth(f)
+	} else if old := l.lastPub.Swap(f); old == nil {
+		// Not ready from this moment; writes are still tried (the next
+		// one that succeeds makes the node ready again).
+		l.log.Error("an append failed: the event log cannot take writes", "reason", f.Reason, "err", err)
 	}
 	return healthErr(f)
 }
@@ -570,6 +586,7 @@ func (l *Log) watchStream() {
 }
 
 func (l *Log) checkStream(ctx context.Context) {
+	pre := l.lastPub.Load()
 	info, err := l.stream.Info(ctx)
 	if err == nil {
 		err = quorumErr(info.Cluster)
@@ -577,6 +594,11 @@ func (l *Log) checkStream(ctx context.Context) {
 	if err != nil {
 		l.setHealth(classify(err))
 		return
+	}
+	if pre != nil {
+		// The stream answered after that append failed: it was passing.
+		// (A failure during the probe is another one, and stands.)
+		l.lastPub.CompareAndSwap(pre, nil)
 	}
 	full, known, detail := l.storeFull(ctx)
 	old := l.health.Load()

@@ -122,6 +122,9 @@ type Config struct {
 	// anything until it is closed: tests hold it to watch a hub that is
 	// catching up.
 	HoldProjection <-chan struct{}
+	// WriteTimeout bounds a change from the moment it is asked for to its
+	// answer (default web.DefaultWriteTimeout).
+	WriteTimeout time.Duration
 	// SQLiteWALLimit bounds the SQLite write-ahead log in bytes (default
 	// store.DefaultWALLimit): past it a checkpoint empties the file.
 	SQLiteWALLimit int64
@@ -162,6 +165,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
+	}
+	if c.WriteTimeout < 0 {
+		return wh.Errorf(wh.EInvalid, "--write-timeout must not be negative")
 	}
 	if c.SQLiteWALLimit < 0 {
 		return wh.Errorf(wh.EInvalid, "--sqlite-wal-limit must not be negative")
@@ -297,6 +303,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		SetupDone:      h.SetupDone,
 		Ready:          h.ready,
 		Gate:           h.gate,
+		WriteTimeout:   h.cfg.WriteTimeout,
 		OriginPatterns: h.cfg.OriginPatterns,
 		QueueSize:      h.cfg.WSQueue,
 		QueueBytes:     h.cfg.WSQueueBytes,

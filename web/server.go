@@ -39,6 +39,10 @@ type Config struct {
 	// (and Retry-After): the hub is catching up and nothing it would read
 	// is current. /readyz, /healthz and the UI's files are served.
 	Gate func() error
+	// WriteTimeout bounds a change (a post, a decision…) from the moment
+	// it is asked for to its answer (default DefaultWriteTimeout): an
+	// event log that cannot take it in time answers 503.
+	WriteTimeout time.Duration
 	// OriginPatterns are extra allowed WebSocket origins (host patterns);
 	// the request's own host is always allowed.
 	OriginPatterns []string
@@ -182,8 +186,17 @@ var secretRoutes = map[string]bool{
 	"POST /api/v1/password-reset":              true,
 }
 
-// writeTimeout bounds a change a client asked for once it is under way.
-const writeTimeout = 30 * time.Second
+// DefaultWriteTimeout bounds a change a client asked for once it is under
+// way (Config.WriteTimeout): past it the client gets a 503, never a wait.
+const DefaultWriteTimeout = 10 * time.Second
+
+// writeTimeout is the configured bound on a change.
+func (s *Server) writeTimeout() time.Duration {
+	if s.cfg.WriteTimeout > 0 {
+		return s.cfg.WriteTimeout
+	}
+	return DefaultWriteTimeout
+}
 
 func (s *Server) authed(h authedFunc) http.Handler {
 	return s.wrap(func(w http.ResponseWriter, r *http.Request) error {
@@ -200,7 +213,7 @@ func (s *Server) authed(h authedFunc) http.Handler {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			// A change, once asked for, is carried out whether or not the
 			// client waits for the answer: no half-done writes.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), writeTimeout)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.writeTimeout())
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
@@ -432,7 +445,7 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if secret, _ := secretFrom(r); secret != "" {
 		// Carried out even if the client hangs up.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), writeTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.writeTimeout())
 		defer cancel()
 		if err := s.rooms.Revoke(ctx, secret, chat.EndLogout); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wheelhouse-dev/wheelhouse/hub"
+	"github.com/wheelhouse-dev/wheelhouse/web"
 )
 
 type hubFlags struct {
@@ -22,7 +23,7 @@ type hubFlags struct {
 	replicas                                                        int
 	natsMaxStore, walLimit                                          byteSize
 	logJSON                                                         bool
-	steerTimeout                                                    time.Duration
+	steerTimeout, writeTimeout                                      time.Duration
 }
 
 func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
@@ -43,6 +44,7 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 	enumVar(fs, &f.logLevel, "log-level", "info", logLevels, "log `level`")
 	fs.DurationVar(&f.steerTimeout, "steer-timeout", hub.DefaultSteerTimeout, "how long a bridge has to begin acting on a message (its deadline)")
+	fs.DurationVar(&f.writeTimeout, "write-timeout", web.DefaultWriteTimeout, "the longest a change (a post, a decision) waits for the event log before the client gets 503")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this separate listen `address` host:port (default: off)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "reverse proxies whose X-Forwarded-For/-Proto count, comma-separated `addresses or CIDRs`")
 }
@@ -61,7 +63,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 	return hub.Config{
 		DataDir: f.data, HTTPAddr: f.http, TLSCert: f.tlsCert, TLSKey: f.tlsKey, PublicURL: f.publicURL,
 		NATSAddr: f.nats, NATSURL: f.natsURL, NATSSecrets: f.natsSecrets, NATSWebsocket: splitList(f.natsWebsocket),
-		Replicas: f.replicas, Sync: f.sync, NATSMaxStore: int64(f.natsMaxStore), SQLiteWALLimit: int64(f.walLimit), OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
+		Replicas: f.replicas, Sync: f.sync, NATSMaxStore: int64(f.natsMaxStore), SQLiteWALLimit: int64(f.walLimit), OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout, WriteTimeout: f.writeTimeout,
 		MetricsAddr: f.metrics, TrustedProxies: splitList(f.trustedProxies),
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}

@@ -79,3 +79,26 @@ func count(xs []string, x string) int {
 	}
 	return n
 }
+
+// A mention sent to a bridge that is frozen (SIGSTOP) ends the moment the
+// hub declares the bridge offline, rejected as agent-offline, rather than
+// at the end of its wait (17 s before); the bridge, woken, refuses it, and
+// nothing runs.
+func TestFrozenBridgeSteerEndsWhenOffline(t *testing.T) {
+	r := startFaultRig(t, "")
+	r.signalBridge(syscall.SIGSTOP)
+	id := r.alice.Post("dev", "@alice/demo list the files")
+	rc := finalReceipt(t, r.alice, "dev", id, 30*time.Second)
+	if rc["status"] != "rejected" || rc["reason"] != "agent-offline" {
+		t.Fatalf("receipt %v, want rejected: agent-offline", rc)
+	}
+	r.signalBridge(syscall.SIGCONT)
+	r.bridge.expect(t, `refused @alice's message for @alice/demo`)
+	waitAgent(t, r.alice, "alice/demo", func(st string) bool { return st == "idle" })
+	if kinds := timelineKinds(t, r.alice, "alice/demo", ""); contains(kinds, "turn.started") {
+		t.Fatalf("a turn started after the receipt said rejected: %v", kinds)
+	}
+	if rc2 := finalReceipt(t, r.alice, "dev", id, time.Second); rc2["status"] != rc["status"] {
+		t.Fatalf("the receipt changed from %v to %v", rc["status"], rc2["status"])
+	}
+}
