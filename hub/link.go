@@ -383,6 +383,12 @@ func (l *Link) process(id string, m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), handleTimeout)
 	defer cancel()
 	b, err := l.rooms.BridgeByID(ctx, id)
+	if err != nil && wh.ErrorCode(err) != wh.ENotFound {
+		// A read that failed is no refusal: a bridge sends its outbox again.
+		l.log.Warn("reading a bridge failed", "bridge", id, "kind", kind, "err", err)
+		l.reply(m, wire.Ack{Code: wh.EUnavailable, Message: "the hub could not read this bridge's record; try again"})
+		return
+	}
 	if err != nil || b.Revoked {
 		l.log.Warn("message from an unknown or revoked bridge", "bridge", id, "kind", kind)
 		l.reply(m, wire.Ack{Code: wh.EForbidden, Message: "this bridge is not paired"})
