@@ -198,6 +198,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		nats.CustomReconnectDelay(reconnectDelay),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			b.printf("reconnected to the hub")
+			b.out.poke()
 			select {
 			case connected <- struct{}{}:
 			default:

@@ -309,7 +309,14 @@ func (o *outbox) run(nc *nats.Conn, bridgeID string, stop <-chan struct{}) {
 		o.inflight = true
 		o.mu.Unlock()
 
-		err := o.send(nc, bridgeID, e)
+		var err error
+		if nc.IsConnected() {
+			err = o.send(nc, bridgeID, e)
+		} else {
+			// Not sent: a request made while reconnecting would wait its
+			// whole timeout; the reconnect wakes the sender (poke).
+			err = wh.Errorf(wh.EUnavailable, "not connected to the hub")
+		}
 
 		o.mu.Lock()
 		o.inflight = false
@@ -331,9 +338,18 @@ func (o *outbox) run(nc *nats.Conn, bridgeID string, stop <-chan struct{}) {
 		}
 		select {
 		case <-time.After(reconnectDelay(attempt)):
+		case <-o.wake: // reconnected, or something new: try again now
 		case <-stop:
 			return
 		}
+	}
+}
+
+// poke makes the sender try again now (the connection is back).
+func (o *outbox) poke() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -357,6 +373,21 @@ func (o *outbox) send(nc *nats.Conn, bridgeID string, e *outEntry) error {
 	data, _ := json.Marshal(v)
 	ctx, cancel := context.WithTimeout(context.Background(), outboxTimeout)
 	defer cancel()
+	go func() { // a connection lost meanwhile ends the wait: no answer can come on it
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !nc.IsConnected() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
 	m, err := nc.RequestWithContext(ctx, wire.FromBridge(bridgeID, e.Kind), data)
 	if err != nil {
 		return wh.Errorf(wh.EUnavailable, "the hub did not answer: %v", err)

@@ -240,7 +240,13 @@ func (l *Link) turnThread(ctx context.Context, a *chat.Agent, roomName string, c
 		return 0
 	}
 	if claimed > 0 {
-		if t, err := l.rooms.ThreadOfAgent(ctx, a.ID, roomName, claimed); err == nil && t > 0 {
+		t, err := l.rooms.ThreadOfAgent(ctx, a.ID, roomName, claimed)
+		if err == nil && t == 0 && l.readAgain(ctx) {
+			// The router hands a steer over before the projection's commit
+			// is visible: the agent's first words can come before it.
+			t, err = l.rooms.ThreadOfAgent(ctx, a.ID, roomName, claimed)
+		}
+		if err == nil && t > 0 {
 			return t
 		}
 		l.log.Warn("a bridge named a thread its agent was not mentioned in", "agent", a.Handle, "thread", claimed)

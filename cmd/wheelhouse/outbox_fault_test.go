@@ -47,7 +47,7 @@ func TestHubKilledMidTurnLosesNothing(t *testing.T) {
 		}
 		if len(texts) != want {
 			all := r.alice.Must(200, "GET", "/api/v1/rooms/dev/messages?include=replies&limit=200", nil)
-			return fmt.Errorf("%d agent messages, want %d: %q\nall: %s", len(texts), want, texts, all.Raw)
+			return fmt.Errorf("%d agent messages, want %d: %q\nthe room: %s", len(texts), want, texts, all.Raw)
 		}
 		return nil
 	})
