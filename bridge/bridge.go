@@ -65,6 +65,8 @@ type Bridge struct {
 	outMu   sync.Mutex
 	subs    []*nats.Subscription
 	stop    chan struct{}
+	out     *outbox       // turn events and receipts until the hub has them
+	outStop chan struct{} // stops the outbox's sender, after the agents
 	wg      sync.WaitGroup
 	control *controlServer
 	watch   approvalWatch // the owner's `wheelhouse approvals --watch` clients
@@ -105,7 +107,7 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	b := &Bridge{cfg: cfg, log: cfg.Logger, agents: map[string]*runner{}, stop: make(chan struct{})}
+	b := &Bridge{cfg: cfg, log: cfg.Logger, agents: map[string]*runner{}, stop: make(chan struct{}), outStop: make(chan struct{})}
 	for _, ac := range cfg.Agents {
 		if err := checkRooms(ac.Rooms); err != nil {
 			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
@@ -116,6 +118,13 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, err
 	}
 	b.trust.bridge = cfg.Creds.BridgeID
+	outPath := ""
+	if cfg.JournalDir != "" {
+		outPath = OutboxPath(cfg.JournalDir, cfg.Creds.BridgeID)
+	}
+	if b.out, err = openOutbox(outPath, b.log.With("part", "outbox"), cfg.Now); err != nil {
+		return nil, err
+	}
 	for _, ac := range cfg.Agents {
 		f, ok := cfg.Harnesses[ac.Harness]
 		if !ok {
@@ -191,6 +200,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		nats.CustomReconnectDelay(reconnectDelay),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			b.printf("reconnected to the hub")
+			b.out.poke()
 			select {
 			case connected <- struct{}{}:
 			default:
@@ -243,6 +253,8 @@ func (b *Bridge) Run(ctx context.Context) error {
 		b.closeAgents()
 		return err
 	}
+	b.wg.Add(1)
+	go func() { defer b.wg.Done(); b.out.run(b.nc, id, b.outStop) }()
 	for _, r := range b.agents {
 		b.wg.Add(1)
 		go func() { defer b.wg.Done(); r.serve(b.stop) }()
@@ -362,9 +374,17 @@ func (b *Bridge) shutdown() {
 	b.closeAgents()
 	b.heartbeat()
 	if b.nc.IsConnected() { // not while reconnecting: nothing would flush
+		// What the agents' ends said goes to the hub now if it can;
+		// what it cannot take stays in the outbox for the next run.
+		deadline := time.Now().Add(3 * time.Second)
+		for b.out.pending() > 0 && time.Now().Before(deadline) && b.nc.IsConnected() {
+			time.Sleep(10 * time.Millisecond)
+		}
 		b.nc.FlushTimeout(2 * time.Second)
 	}
+	close(b.outStop)
 	b.wg.Wait()
+	b.out.close()
 	b.removeTempAttachments()
 }
 
@@ -441,7 +461,14 @@ func (b *Bridge) heartbeat() {
 	b.publish(wire.KindHeartbeat, hb)
 }
 
+// publish sends v to the hub: turn events and receipts through the
+// outbox (acknowledged, sent again until the hub has them), the rest
+// (heartbeats, notes the next one repeats) fire-and-forget.
 func (b *Bridge) publish(kind string, v any) {
+	if kind == wire.KindTurn || kind == wire.KindReceipt {
+		b.out.add(kind, v)
+		return
+	}
 	data, _ := json.Marshal(v)
 	if err := b.nc.Publish(wire.FromBridge(b.cfg.Creds.BridgeID, kind), data); err != nil {
 		b.log.Warn("publish failed", "kind", kind, "err", err)

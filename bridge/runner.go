@@ -146,7 +146,7 @@ func (r *runner) info() wire.AgentInfo {
 	}
 	info := wire.AgentInfo{Name: r.cfg.Name, Harness: r.kind(), CanSteer: r.h != nil && r.h.CanSteer(), Status: st,
 		TurnID: r.turnID, TurnRoom: r.turnRoom, SteeredBy: slices.Clone(r.steeredBy), Policy: r.policy, Pending: r.gate.pendingIDs(),
-		Rooms: r.b.trust.grants(r.cfg.Name), Journal: r.jr.head()}
+		Rooms: r.b.trust.grants(r.cfg.Name), Journal: r.jr.head(), Ending: r.b.out.ending(r.cfg.Name)}
 	for _, q := range r.queue {
 		info.Queued = append(info.Queued, q.st.ID)
 	}
@@ -207,6 +207,13 @@ func (r *runner) deliver(st wire.Steer) (rc wire.Receipt, acted bool) {
 	if late := r.b.hubNow().Sub(st.Deadline.Add(-deadlineMargin)); late > 0 {
 		r.b.printf("refused @%s's message for %s: it arrived %s after its deadline (the hub has told the sender it expired)", st.Sender, r.handle(), late.Round(time.Millisecond))
 		return wire.Receipt{Status: wire.StatusExpired, Reason: wire.ReasonExpired, Detail: "the agent's machine received the message after its deadline; nothing was done with it"}, false
+	}
+	if r.b.cutOff() {
+		// Not running for a while (stopped, asleep): the hub may have
+		// declared this bridge offline and told the sender so, even
+		// within the deadline. Refused until the hub has heard from it.
+		r.b.printf("refused @%s's message for %s: this bridge was not running for a while and the hub may have declared it offline", st.Sender, r.handle())
+		return wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonAgentOffline, Detail: "the agent's machine was not running for a while when the message reached it; nothing was done with it — send again"}, false
 	}
 	return r.decide(st, false), true
 }

@@ -132,6 +132,9 @@ type MessagePosted struct {
 	// place; Partial marks every version but the last.
 	Item    string `json:"item,omitempty"`
 	Partial bool   `json:"partial,omitempty"`
+	// BridgeEvent names the bridge event this output came from (bridge id
+	// and the bridge's event id): the projection applies it once.
+	BridgeEvent string `json:"bridgeEvent,omitempty"`
 }
 
 // SteerID is the id of the steer for the i-th agent mention of message seq.

@@ -143,6 +143,8 @@ type TurnRecorded struct {
 	Usage *wire.Usage `json:"usage,omitempty"`
 	// Thread is the root of the thread the turn lives in (0: none known).
 	Thread int64 `json:"thread,omitempty"`
+	// BridgeEvent names the bridge event this came from (MessagePosted).
+	BridgeEvent string `json:"bridgeEvent,omitempty"`
 }
 
 // ApprovalRequested is the payload of the event recorded when a bridge asked the owner to approve a call.

@@ -106,6 +106,9 @@ type Config struct {
 	// entry without a valid one reaches the projector marked Unauthentic.
 	// Nil only in tests of the log itself: every entry is taken.
 	Auth *Auth
+	// Hold, when set, keeps the projector from applying anything until it
+	// is closed: tests hold it to watch a node that is catching up.
+	Hold <-chan struct{}
 }
 
 // Log appends events to the stream and projects them, in order.
@@ -119,6 +122,7 @@ type Log struct {
 	replicas int
 	retry    time.Duration
 	capacity func() (used, limit uint64, ok bool)
+	hold     <-chan struct{}
 
 	capMu sync.Mutex                 // held by the one appender taking a new reading
 	cap   atomic.Pointer[capReading] // the last reading of capacity
@@ -143,6 +147,11 @@ type Log struct {
 	stop     chan struct{}
 	done     chan struct{}
 	started  bool
+
+	// lastPub is the failure of this node's last append, nil once one
+	// succeeds (or the stream answers the probe): readiness follows it at
+	// once, where the probe takes up to two periods to notice.
+	lastPub atomic.Pointer[Failure]
 }
 
 // Failure is why the log cannot take writes now: Reason is a short code
@@ -150,6 +159,9 @@ type Log struct {
 type Failure struct {
 	Reason string
 	Err    error
+	// Applied and Of are a catching-up node's progress: the events it
+	// has applied, of those the stream held when it started.
+	Applied, Of uint64
 }
 
 func (f *Failure) Error() string { return f.Reason + ": " + f.Err.Error() }
@@ -176,7 +188,7 @@ func New(cfg Config) *Log {
 	if cfg.Admin == nil {
 		cfg.Admin = cfg.JS
 	}
-	return &Log{js: cfg.JS, admin: cfg.Admin, auth: cfg.Auth, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry, capacity: cfg.Capacity,
+	return &Log{js: cfg.JS, admin: cfg.Admin, auth: cfg.Auth, p: cfg.Projector, log: cfg.Logger, replicas: cfg.Replicas, retry: cfg.Retry, capacity: cfg.Capacity, hold: cfg.Hold,
 		waiters: map[string]chan error{}, notify: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 		local: localEntries{wake: make(chan struct{}, 1)}}
 }
@@ -305,8 +317,11 @@ func (l *Log) Ready() error {
 	if f := l.health.Load(); f != nil {
 		return f
 	}
-	if l.applied.Load() < l.startSeq {
-		return &Failure{Reason: ReasonCatchingUp, Err: fmt.Errorf("projection catching up: %d of %d", l.applied.Load(), l.startSeq)}
+	if f := l.lastPub.Load(); f != nil {
+		return f
+	}
+	if a := l.applied.Load(); a < l.startSeq {
+		return &Failure{Reason: ReasonCatchingUp, Applied: a, Of: l.startSeq, Err: fmt.Errorf("projection catching up: %d of %d", a, l.startSeq)}
 	}
 	return nil
 }
@@ -413,8 +428,12 @@ func (l *Log) capacityFull() (full, known bool, detail error) {
 	return r.full, r.known, r.detail
 }
 
-// appended notes an append the stream took: it is not full.
+// appended notes an append the stream took: it is not full, and it takes
+// writes.
 func (l *Log) appended() {
+	if f := l.lastPub.Load(); f != nil && l.lastPub.CompareAndSwap(f, nil) {
+		l.log.Info("the event log takes writes again", "was", f.Reason)
+	}
 	if f := l.health.Load(); f != nil && f.Reason == ReasonLogFull {
 		l.clearHealth(f)
 	}
@@ -543,6 +562,10 @@ func (l *Log) publishErr(err error) error {
 	f := classify(err)
 	if f.Reason == ReasonLogFull {
 		l.setHealth(f)
+	} else if old := l.lastPub.Swap(f); old == nil {
+		// Not ready from this moment; writes are still tried (the next
+		// one that succeeds makes the node ready again).
+		l.log.Error("an append failed: the event log cannot take writes", "reason", f.Reason, "err", err)
 	}
 	return healthErr(f)
 }
@@ -590,6 +613,7 @@ func (l *Log) watchStream() {
 }
 
 func (l *Log) checkStream(ctx context.Context) {
+	pre := l.lastPub.Load()
 	info, err := l.stream.Info(ctx)
 	if err == nil {
 		err = quorumErr(info.Cluster)
@@ -597,6 +621,11 @@ func (l *Log) checkStream(ctx context.Context) {
 	if err != nil {
 		l.setHealth(classify(err))
 		return
+	}
+	if pre != nil {
+		// The stream answered after that append failed: it was passing.
+		// (A failure during the probe is another one, and stands.)
+		l.lastPub.CompareAndSwap(pre, nil)
 	}
 	full, known, detail := l.storeFull(ctx)
 	old := l.health.Load()
@@ -741,6 +770,13 @@ func (q *localEntries) take(seq uint64) (Entry, bool) {
 
 func (l *Log) project() {
 	defer close(l.done)
+	if l.hold != nil {
+		select {
+		case <-l.hold:
+		case <-l.stop:
+			return
+		}
+	}
 	batch := make([]Entry, 0, maxBatch)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()

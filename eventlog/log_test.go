@@ -3,6 +3,7 @@ package eventlog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -256,5 +257,38 @@ func TestLocalEntriesStayBounded(t *testing.T) {
 	}
 	if len(q.m) > 128 {
 		t.Fatalf("%d entries kept, want at most 128", len(q.m))
+	}
+}
+
+// Readiness follows the outcome of this node's last append at once (the
+// stream's probe runs only every two seconds): an append the stream could
+// not take makes the node not ready before its error is answered, and the
+// next one it takes makes it ready again.
+func TestReadinessFollowsTheLastAppend(t *testing.T) {
+	js := natstest.JetStream(t)
+	l := New(Config{JS: js, Projector: &recorder{}})
+	ctx := context.Background()
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Stop)
+	if _, err := l.Append(ctx, newEvent(t, "first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Ready(); err != nil {
+		t.Fatalf("not ready after an append: %v", err)
+	}
+	// A stream that cannot be written (gone: nothing answers its subjects).
+	if err := js.DeleteStream(ctx, StreamName); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := l.Append(actx, newEvent(t, "lost")); err == nil {
+		t.Fatal("an append to a deleted stream succeeded")
+	}
+	var f *Failure
+	if err := l.Ready(); !errors.As(err, &f) || f.Reason != ReasonUnavailable {
+		t.Fatalf("ready right after a failed append: %v", err)
 	}
 }

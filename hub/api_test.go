@@ -168,6 +168,13 @@ func testRoomsAndMembership(t *testing.T, o testhub.Options) {
 		bob.Must(200, "POST", "/api/v1/rooms/town/members", nil)
 		bob.Post("town", "hello town")
 	})
+	t.Run("AdminAddsThemselvesToTheirPrivateRoom", func(t *testing.T) {
+		// Already in it: a no-op, not the 404 a stranger's join gets.
+		r := alice.Must(200, "POST", "/api/v1/rooms/secret/members", map[string]string{"user": "alice"})
+		if rm, _ := r.Body["room"].(map[string]any); rm["name"] != "secret" || rm["role"] != "admin" {
+			t.Fatalf("answer %s", r.Raw)
+		}
+	})
 	t.Run("ErrNonAdminAddsToPrivate", func(t *testing.T) {
 		alice.Must(200, "POST", "/api/v1/rooms/secret/members", map[string]string{"user": "bob"})
 		r := bob.Must(403, "POST", "/api/v1/rooms/secret/members", map[string]string{"user": "carol"})

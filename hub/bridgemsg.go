@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,8 +96,9 @@ func (l *Link) announce(ctx context.Context, b *chat.Bridge, a wire.Announce) wi
 			return wire.AnnounceAck{Ack: ackErr(err)}
 		}
 		// A turn the hub saw running that the (restarted) bridge does not
-		// have any more ended without a word: it failed.
-		if cur.TurnID != "" && cur.TurnID != info.TurnID {
+		// have any more ended without a word: it failed. Unless the bridge
+		// says its end is on its way (in its outbox): that end stands.
+		if cur.TurnID != "" && cur.TurnID != info.TurnID && !slices.Contains(info.Ending, cur.TurnID) {
 			l.endLostTurn(ctx, cur, "the agent's bridge restarted; the turn did not survive it")
 		}
 		// What the hub ended while the bridge was away, it ends too.
@@ -144,12 +146,25 @@ func (l *Link) endLostTurn(ctx context.Context, a *chat.Agent, why string) {
 }
 
 // turn records a turn's start or end, or posts its output; it refuses
-// events about an agent this bridge does not run.
+// events about an agent this bridge does not run. An error it cannot
+// record the event for (unavailable, storage full, internal) is not a
+// refusal: the bridge sends the event again (its outbox), and an event
+// with an id is recorded once however often it arrives.
 func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) error {
 	handle := b.Owner + "/" + te.Agent
 	a, err := l.ownAgent(ctx, b, te.Agent)
 	if err != nil {
 		return err
+	}
+	if te.EventID != "" {
+		te.EventID = b.ID + "/" + te.EventID // the bridge's ids are its own
+		done, err := l.rooms.BridgeEventRecorded(ctx, te.EventID)
+		if err != nil {
+			return wh.Wrap(err, "read the bridge's recorded events")
+		}
+		if done {
+			return nil // a retry of what is recorded: acknowledge it again
+		}
 	}
 	if te.Kind == wire.TurnEnded && a.TurnID != te.TurnID && !l.sawTurn(b.ID, te.Agent, te.TurnID) {
 		known, err := l.rooms.TurnKnown(ctx, a.ID, te.TurnID)
@@ -157,7 +172,7 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) erro
 			known, err = l.rooms.TurnKnown(ctx, a.ID, te.TurnID)
 		}
 		if err != nil {
-			return nil // not a refusal: the read failed (logged by the caller's next write)
+			return wh.Wrap(err, "read the agent's turns") // not a refusal: the read failed
 		}
 		if !known {
 			return wh.Errorf(wh.EConflict, "turn %s of @%s never started", te.TurnID, handle)
@@ -167,8 +182,12 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) erro
 	// replies, tool activity and approval cards go there.
 	te.Thread = l.turnThread(ctx, a, te.Room, te.Thread, te.TurnID)
 	if te.Kind == wire.TurnTool { // into the audited timeline too: what ran, and what was refused
-		if err := l.rooms.RecordTurn(ctx, handle, te, "", ""); err != nil {
-			l.log.Warn("recording a tool event failed", "agent", handle, "err", err)
+		tl := te
+		if tl.EventID != "" {
+			tl.EventID += "/timeline" // one bridge event, two records
+		}
+		if err := l.rooms.RecordTurn(ctx, handle, tl, "", ""); err != nil && wh.ErrorCode(err) != wh.EConflict {
+			return err
 		}
 	}
 	switch te.Kind {
@@ -181,17 +200,23 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) erro
 			}
 		}
 		if err := l.rooms.RecordTurn(ctx, handle, te, te.By, reason); err != nil && wh.ErrorCode(err) != wh.EConflict {
-			l.log.Warn("recording a turn failed", "agent", handle, "err", err)
+			return err
 		}
 	case wire.TurnMessage, wire.TurnTool, wire.TurnProgress:
 		roomName := te.Room
 		if roomName == "" {
 			return nil
 		}
-		if in, _ := l.rooms.AgentInRoom(ctx, a.ID, roomName); !in {
-			return nil // removed from the room meanwhile: say nothing there
+		// Checked when the output is appended, however late a retry
+		// brings it: an agent removed from the room says nothing there.
+		in, err := l.rooms.AgentInRoom(ctx, a.ID, roomName)
+		if err != nil {
+			return wh.Wrap(err, "read the agent's rooms")
 		}
-		out := room.AgentOutput{AuthorKind: chat.AuthorAgent, Author: handle, Room: roomName, Text: te.Text, TurnID: te.TurnID, Thread: te.Thread}
+		if !in {
+			return nil
+		}
+		out := room.AgentOutput{AuthorKind: chat.AuthorAgent, Author: handle, Room: roomName, Text: te.Text, TurnID: te.TurnID, Thread: te.Thread, BridgeEvent: te.EventID}
 		if te.Kind == wire.TurnMessage {
 			// A streamed message (the same item, partial until its last
 			// version) is one message whose text is updated in place.
@@ -202,8 +227,8 @@ func (l *Link) turn(ctx context.Context, b *chat.Bridge, te wire.TurnEvent) erro
 		if err := l.rooms.PaceBridge(ctx, b.ID); err != nil { // the bridge's own budget
 			return err
 		}
-		if _, err := l.rooms.PostAgentOutput(ctx, out); err != nil {
-			l.log.Warn("posting agent output failed", "agent", handle, "err", err)
+		if _, err := l.rooms.PostAgentOutput(ctx, out); err != nil && wh.ErrorCode(err) != wh.EConflict {
+			return err
 		}
 	}
 	return nil
@@ -218,7 +243,13 @@ func (l *Link) turnThread(ctx context.Context, a *chat.Agent, roomName string, c
 		return 0
 	}
 	if claimed > 0 {
-		if t, err := l.rooms.ThreadOfAgent(ctx, a.ID, roomName, claimed); err == nil && t > 0 {
+		t, err := l.rooms.ThreadOfAgent(ctx, a.ID, roomName, claimed)
+		if err == nil && t == 0 && l.readAgain(ctx) {
+			// The router hands a steer over before the projection's commit
+			// is visible: the agent's first words can come before it.
+			t, err = l.rooms.ThreadOfAgent(ctx, a.ID, roomName, claimed)
+		}
+		if err == nil && t > 0 {
 			return t
 		}
 		l.log.Warn("a bridge named a thread its agent was not mentioned in", "agent", a.Handle, "thread", claimed)

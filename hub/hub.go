@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,6 +34,7 @@ const (
 	DefaultHTTPAddr    = "127.0.0.1:8080"
 	DefaultNATSAddr    = "127.0.0.1:4222"
 	DefaultBridgeSweep = 30 * time.Second
+	DefaultCatchUpLog  = 10 * time.Second
 )
 
 // When the embedded JetStream store writes what it acknowledged to disk
@@ -114,6 +116,19 @@ type Config struct {
 	// FileMaxBytes and FileQuota bound one uploaded file and all of one
 	// user's files (defaults room.DefaultFileMaxBytes, room.DefaultFileQuota).
 	FileMaxBytes, FileQuota int64
+	// CatchUpLog is how often the hub logs its progress while its
+	// projection catches up at start (default DefaultCatchUpLog).
+	CatchUpLog time.Duration
+	// HoldProjection, when set, keeps the projector from applying
+	// anything until it is closed: tests hold it to watch a hub that is
+	// catching up.
+	HoldProjection <-chan struct{}
+	// WriteTimeout bounds a change from the moment it is asked for to its
+	// answer (default web.DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// SQLiteWALLimit bounds the SQLite write-ahead log in bytes (default
+	// store.DefaultWALLimit): past it a checkpoint empties the file.
+	SQLiteWALLimit int64
 	// Budgets are the per-person limits (default room.DefaultBudgets);
 	// an admin's PUT /settings overrides them.
 	Budgets *authz.Budgets
@@ -161,6 +176,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
+	}
+	if c.WriteTimeout < 0 {
+		return wh.Errorf(wh.EInvalid, "--write-timeout must not be negative")
+	}
+	if c.SQLiteWALLimit < 0 {
+		return wh.Errorf(wh.EInvalid, "--sqlite-wal-limit must not be negative")
 	}
 	if c.NATSMaxStore < 0 {
 		return wh.Errorf(wh.EInvalid, "--nats-max-store must not be negative")
@@ -227,6 +248,9 @@ type Hub struct {
 	metricsLn  net.Listener
 	metricsSrv *http.Server
 
+	listening chan struct{} // closed once the HTTP listener serves
+	serving   atomic.Bool   // caught up and routing: the API is open
+
 	mu         sync.Mutex
 	setupToken string
 }
@@ -236,7 +260,7 @@ func New(cfg Config) (*Hub, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Hub{cfg: cfg, log: cfg.Logger}, nil
+	return &Hub{cfg: cfg, log: cfg.Logger, listening: make(chan struct{})}, nil
 }
 
 // Open starts NATS, the log and projection, the bridge link and HTTP. It
@@ -275,7 +299,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	}
 	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Admin: h.opsjs, Auth: auth, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
 		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity,
-		Budgets: h.cfg.Budgets})
+		Budgets: h.cfg.Budgets, WALLimit: h.cfg.SQLiteWALLimit, Hold: h.cfg.HoldProjection})
 	if err != nil {
 		return err
 	}
@@ -289,6 +313,12 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		func() float64 { return float64(h.rooms.Log.Forged()) }))
 	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_projection_reapplied_batches_total", Help: "Batches applied again with a savepoint per event because one of their events was refused."},
 		func() float64 { return float64(h.rooms.SavepointRuns()) }))
+	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_sqlite_wal_bytes", Help: "Size of this node's SQLite write-ahead log file."},
+		func() float64 { return float64(h.rooms.DB().WALBytes()) }))
+	h.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "wheelhouse_sqlite_wal_limit_bytes", Help: "The size past which a checkpoint empties the write-ahead log (--sqlite-wal-limit)."},
+		func() float64 { return float64(h.rooms.DB().WALLimit()) }))
+	h.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "wheelhouse_sqlite_wal_truncations_total", Help: "Checkpoints that emptied the write-ahead log because it passed its limit."},
+		func() float64 { n, _ := h.rooms.DB().Truncations(); return float64(n) }))
 
 	proxies, _ := ParseTrustedProxies(h.cfg.TrustedProxies)
 	h.web = web.New(web.Config{
@@ -298,6 +328,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		SetupToken:     h.SetupToken,
 		SetupDone:      h.SetupDone,
 		Ready:          h.ready,
+		Gate:           h.gate,
+		WriteTimeout:   h.cfg.WriteTimeout,
 		OriginPatterns: h.cfg.OriginPatterns,
 		QueueSize:      h.cfg.WSQueue,
 		QueueBytes:     h.cfg.WSQueueBytes,
@@ -320,22 +352,17 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		defer close(h.sweepDone)
 		h.sweepBridges(h.cfg.BridgeSweep, h.sweepStop)
 	}()
-	// Wait for the projection to catch up before serving.
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for {
-		// The channel first: a batch applied between the check and the
-		// wait (the last one, with no event after it) still wakes us.
-		changed := h.rooms.Log.Changed()
-		notReady := h.rooms.Log.Ready()
-		if notReady == nil {
-			break
-		}
-		select {
-		case <-changed:
-		case <-wctx.Done():
-			return wh.Errorf(wh.EUnavailable, "the projection did not catch up: %v", notReady)
-		}
+	// Serve at once: while the projection catches up, /readyz says so
+	// with its progress, /metrics and the UI's files are served, and the
+	// API answers 503 catching-up (the gate).
+	if err := h.startOps(); err != nil {
+		return err
+	}
+	if err := h.listen(); err != nil {
+		return err
+	}
+	if err := h.catchUp(ctx); err != nil {
+		return err
 	}
 	// Routing and expiry are consumers of the log: start them once the
 	// projection they read is current.
@@ -354,6 +381,13 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		h.setupToken = randomHex(16)
 		h.mu.Unlock()
 	}
+	h.serving.Store(true)
+	h.log.Info("hub ready", "url", h.URL(), "bridges", h.NATSURL(), "data", h.cfg.DataDir)
+	return nil
+}
+
+// listen opens the HTTP listener and serves on it, behind the gate.
+func (h *Hub) listen() (err error) {
 	if h.cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(h.cfg.TLSCert, h.cfg.TLSKey)
 		if err != nil {
@@ -361,7 +395,7 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		}
 		h.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, CipherSuites: TLS12Suites}
 	}
-	h.ln, err = net.Listen("tcp", h.cfg.HTTPAddr)
+	ln, err := net.Listen("tcp", h.cfg.HTTPAddr)
 	if err != nil {
 		return wh.Wrap(err, "listen on %s", h.cfg.HTTPAddr)
 	}
@@ -369,15 +403,15 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if h.hostname == "" {
 		h.hostname = "localhost"
 	}
+	// Connections are corkable: a WebSocket writer sends a lagging
+	// client's queued frames in one write.
+	h.ln = netcork.Listener{Listener: ln}
 	if w := h.URLWarning(); w != "" {
 		h.log.Warn(w)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(wire.NATSPath, h.natsProxy)
+	mux.Handle(wire.NATSPath, h.gateBridges(h.natsProxy))
 	mux.Handle("/", h.web.Handler())
-	// Connections are corkable: a WebSocket writer sends a lagging
-	// client's queued frames in one write.
-	h.ln = netcork.Listener{Listener: h.ln}
 	h.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, TLSConfig: h.tls, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
 		ConnContext: netcork.ConnContext}
 	go func() {
@@ -391,10 +425,8 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 			h.log.Error("http server stopped", "err", err)
 		}
 	}()
-	if err := h.startOps(); err != nil {
-		return err
-	}
-	h.log.Info("hub ready", "url", h.URL(), "bridges", h.NATSURL(), "data", h.cfg.DataDir)
+	close(h.listening)
+	h.log.Info("hub listening", "url", h.URL())
 	return nil
 }
 
@@ -404,7 +436,90 @@ func (h *Hub) ready() error {
 	if h.nc == nil || !h.nc.IsConnected() || !h.lognc.IsConnected() {
 		return &eventlog.Failure{Reason: "nats-disconnected", Err: errors.New("not connected to NATS")}
 	}
-	return h.rooms.Log.Ready()
+	if err := h.rooms.Log.Ready(); err != nil {
+		return err
+	}
+	if !h.serving.Load() {
+		// Caught up, and starting the router.
+		a := h.rooms.Log.Applied()
+		return &eventlog.Failure{Reason: eventlog.ReasonCatchingUp, Applied: a, Of: a, Err: errors.New("starting the router")}
+	}
+	return nil
+}
+
+// Listening is closed once the HTTP listener serves (before Open returns,
+// while the projection catches up).
+func (h *Hub) Listening() <-chan struct{} { return h.listening }
+
+// gate is why the API cannot answer yet (nil once the hub serves): the
+// projection is catching up, and nothing read from it would be current.
+func (h *Hub) gate() error {
+	if h.serving.Load() {
+		return nil
+	}
+	msg := "the hub is starting: it is catching up with its event log"
+	var f *eventlog.Failure
+	if errors.As(h.rooms.Log.Ready(), &f) && f.Reason == eventlog.ReasonCatchingUp {
+		msg = fmt.Sprintf("%s (%d of %d events applied)", msg, f.Applied, f.Of)
+	}
+	e := wh.Errorf(wh.EUnavailable, "%s; try again in a few seconds", msg)
+	e.Reason = eventlog.ReasonCatchingUp
+	return e
+}
+
+// gateBridges keeps bridges out while the projection catches up: what
+// they announce is checked against it.
+func (h *Hub) gateBridges(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h.gate(); err != nil {
+			w.Header().Set("Retry-After", web.RetryAfterCatchingUp)
+			http.Error(w, wh.ErrorMessage(err), http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// catchUp waits, however long it takes, until the projection has applied
+// what the stream held at start, logging its progress.
+func (h *Hub) catchUp(ctx context.Context) error {
+	every := h.cfg.CatchUpLog
+	if every <= 0 {
+		every = DefaultCatchUpLog
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	start, from := time.Now(), h.rooms.Log.Applied()
+	logged := false
+	for {
+		// The channel first: a batch applied between the check and the
+		// wait (the last one, with no event after it) still wakes us.
+		changed := h.rooms.Log.Changed()
+		notReady := h.rooms.Log.Ready()
+		if notReady == nil {
+			if logged {
+				n := h.rooms.Log.Applied() - from
+				h.log.Info("the projection caught up", "events", n, "took", time.Since(start).Round(time.Millisecond),
+					"events_per_second", int(float64(n)/max(time.Since(start).Seconds(), 1e-3)))
+			}
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-tick.C:
+			logged = true
+			var f *eventlog.Failure
+			if errors.As(notReady, &f) && f.Reason == eventlog.ReasonCatchingUp {
+				n := f.Applied - from
+				h.log.Info("catching up the projection", "applied", f.Applied, "of", f.Of,
+					"events_per_second", int(float64(n)/max(time.Since(start).Seconds(), 1e-3)))
+			} else {
+				h.log.Warn("waiting for the event log before serving", "err", notReady)
+			}
+		case <-ctx.Done():
+			return wh.Errorf(wh.EUnavailable, "stopped while the projection was catching up: %v", notReady)
+		}
+	}
 }
 
 // diskReserve is the space the embedded store leaves free on its disk:

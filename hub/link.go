@@ -316,6 +316,22 @@ func (l *Link) refuse(m *nats.Msg, bridgeID, kind string, err error) {
 	l.reply(bridgeID, m, wire.Ack{Code: code, Message: "the hub refused this " + kindLabel(kind) + " message: " + wh.ErrorMessage(err)})
 }
 
+// answer acknowledges a bridge's turn event or receipt once it is
+// recorded: a bridge sends them from its outbox until then. A failure to
+// record (the log unavailable or full, the projection stopped) is said
+// as such, and the bridge tries again; anything else is a refusal.
+func (l *Link) answer(m *nats.Msg, bridgeID, kind string, err error) {
+	switch wh.ErrorCode(err) {
+	case "":
+		l.reply(bridgeID, m, wire.Ack{OK: true})
+	case wh.EUnavailable, wh.EStorageFull, wh.EInternal:
+		l.log.Warn("recording a bridge message failed", "bridge", bridgeID, "kind", kindLabel(kind), "retried", m.Reply != "", "err", err)
+		l.reply(bridgeID, m, ackErr(err))
+	default:
+		l.refuse(m, bridgeID, kind, err)
+	}
+}
+
 // refused counts and logs a refused bridge message.
 func (l *Link) refused(bridgeID, kind string, err error) {
 	l.m.invalid.WithLabelValues(kindLabel(kind)).Inc()
@@ -382,6 +398,12 @@ func (l *Link) process(id string, m *nats.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), handleTimeout)
 	defer cancel()
 	b, err := l.rooms.BridgeByID(ctx, id)
+	if err != nil && wh.ErrorCode(err) != wh.ENotFound {
+		// A read that failed is no refusal: a bridge sends its outbox again.
+		l.log.Warn("reading a bridge failed", "bridge", id, "kind", kind, "err", err)
+		l.reply(id, m, wire.Ack{Code: wh.EUnavailable, Message: "the hub could not read this bridge's record; try again"})
+		return
+	}
 	if err != nil || b.Revoked {
 		l.log.Warn("message from an unknown or revoked bridge", "bridge", id, "kind", kind)
 		l.reply(id, m, wire.Ack{Code: wh.EForbidden, Message: "this bridge is not paired"})
@@ -406,17 +428,15 @@ func (l *Link) process(id string, m *nats.Msg) {
 	case *wire.Announce:
 		l.reply(id, m, l.announce(ctx, b, *msg))
 	case *wire.Receipt:
-		if err := l.ownSteer(ctx, b, msg.SteerID); err != nil {
-			l.refuse(m, id, kind, err)
-			return
+		err := l.ownSteer(ctx, b, msg.SteerID)
+		if err == nil {
+			if err = l.rooms.UpdateSteer(ctx, *msg); wh.ErrorCode(err) == wh.EConflict {
+				err = nil // the steer had ended: this one changes nothing
+			}
 		}
-		if err := l.rooms.UpdateSteer(ctx, *msg); err != nil && wh.ErrorCode(err) != wh.EConflict {
-			l.log.Warn("recording a receipt failed", "steer", msg.SteerID, "err", err)
-		}
+		l.answer(m, id, kind, err)
 	case *wire.TurnEvent:
-		if err := l.turn(ctx, b, *msg); err != nil {
-			l.refuse(m, id, kind, err)
-		}
+		l.answer(m, id, kind, l.turn(ctx, b, *msg))
 	case *wire.ApprovalRequest:
 		a, err := l.ownAgent(ctx, b, msg.Agent)
 		if err != nil {

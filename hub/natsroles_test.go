@@ -81,7 +81,7 @@ func TestHubNATSRoles(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			before := metricValue(t, h, "wheelhouse_projection_unauthentic_events_total")
+			before := metricValue(t, h.Metrics(), "wheelhouse_projection_unauthentic_events_total")
 			var last uint64
 			other := &eventlog.Auth{Key: make([]byte, eventlog.KeySize)}
 			subject := eventlog.SubjectPrefix + chat.EvUserAdmin
@@ -102,7 +102,7 @@ func TestHubNATSRoles(t *testing.T) {
 			if isAdmin(t, admin, "alice") {
 				t.Fatal("a forged user.admin event was applied")
 			}
-			if got := metricValue(t, h, "wheelhouse_projection_unauthentic_events_total") - before; got != 3 {
+			if got := metricValue(t, h.Metrics(), "wheelhouse_projection_unauthentic_events_total") - before; got != 3 {
 				t.Fatalf("wheelhouse_projection_unauthentic_events_total moved by %v, want 3", got)
 			}
 			if r, ok := h.Rooms().Refusal(ctx, ""); !ok || r == nil {
@@ -309,7 +309,7 @@ func TestForgedRevocationIgnored(t *testing.T) {
 	if err != nil || b.Revoked {
 		t.Fatalf("the bridge after a forged revocation: %+v %v", b, err)
 	}
-	if got := metricValue(t, h, "wheelhouse_projection_unauthentic_events_total"); got != 1 {
+	if got := metricValue(t, h.Metrics(), "wheelhouse_projection_unauthentic_events_total"); got != 1 {
 		t.Fatalf("wheelhouse_projection_unauthentic_events_total = %v, want 1", got)
 	}
 }

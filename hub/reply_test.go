@@ -96,18 +96,6 @@ func askWithReply(t *testing.T, nc *nats.Conn, bridgeID, kind, reply string, dat
 	}
 }
 
-func metricValue(t *testing.T, h *testhub.Hub, name string) float64 {
-	t.Helper()
-	for _, line := range strings.Split(h.Metrics(), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			var f float64
-			fmt.Sscan(v, &f)
-			return f
-		}
-	}
-	return 0
-}
-
 func isAdmin(t *testing.T, admin *testhub.Client, name string) bool {
 	t.Helper()
 	r := admin.Must(200, "GET", "/api/v1/users", nil)
@@ -172,7 +160,7 @@ func TestReplySubjectOutsideInbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refusedBefore := metricValue(t, h, "wheelhouse_bridge_replies_refused_total")
+	refusedBefore := metricValue(t, h.Metrics(), "wheelhouse_bridge_replies_refused_total")
 	fileReq := func(fileID string) []byte {
 		b, _ := json.Marshal(wire.FileRequest{SteerID: steer, FileID: fileID})
 		return b
@@ -249,7 +237,7 @@ func TestReplySubjectOutsideInbox(t *testing.T) {
 		})
 	})
 
-	if got := metricValue(t, h, "wheelhouse_bridge_replies_refused_total") - refusedBefore; got != float64(attacks) {
+	if got := metricValue(t, h.Metrics(), "wheelhouse_bridge_replies_refused_total") - refusedBefore; got != float64(attacks) {
 		t.Fatalf("wheelhouse_bridge_replies_refused_total moved by %v, want %d (one per message naming a foreign reply subject)", got, attacks)
 	}
 	t.Logf("figure: %d messages with a reply subject outside the bridge's inbox, 0 answered", attacks)

@@ -375,10 +375,20 @@ func (l *Link) deliverSteer(o store.Outbound) {
 		st.Parts = append(st.Parts, wire.Part{Kind: p.Kind, Start: p.Start, End: p.End})
 	}
 	var rc wire.Receipt
-	if err := l.request(ctx, a.Bridge, wire.KindSteer, st, &rc, wait); err != nil {
+	// A bridge declared offline while it has the steer (frozen, asleep,
+	// cut off) ends the wait at that moment, not at the deadline: it will
+	// refuse the steer when it wakes (it holds what arrived while it was
+	// cut off until the hub has told it what ended).
+	rctx, stop := l.untilOffline(ctx, a.Bridge)
+	err = l.request(rctx, a.Bridge, wire.KindSteer, st, &rc, wait)
+	stop()
+	if err != nil {
 		l.log.Info("a steer was not delivered", "steer", st.ID, "agent", o.Agent, "err", err)
 		reason := wh.ErrorReason(err)
 		detail := "the agent's machine did not answer in time; it will not act on the message — send again"
+		if !l.online(a.Bridge) {
+			reason = wire.ReasonAgentOffline
+		}
 		if reason == wire.ReasonAgentOffline {
 			detail = "@" + o.Agent + "'s bridge is offline; the owner's machine is not connected"
 		}
@@ -391,6 +401,28 @@ func (l *Link) deliverSteer(o store.Outbound) {
 		rc = wire.Receipt{Status: wire.StatusRejected, Reason: wire.ReasonAgentFailed, Detail: "the agent's bridge answered with something the hub cannot read"}
 	}
 	l.finish(ctx, o, rc)
+}
+
+// untilOffline is ctx, cancelled as well once this node declares the
+// bridge offline (its presence watch looks twice a second).
+func (l *Link) untilOffline(ctx context.Context, bridgeID string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !l.online(bridgeID) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
 }
 
 // steerTarget is the agent a steer goes to: as the projection saw it when

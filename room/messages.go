@@ -172,7 +172,15 @@ type AgentOutput struct {
 	// its text in place; Partial marks every version but the last.
 	Item    string
 	Partial bool
+	// BridgeEvent names the bridge event the output came from (bridge id
+	// and the bridge's event id): a retry of it is recorded once.
+	BridgeEvent string
 }
+
+// BridgeEventKey is the id of the event that records bridge event id:
+// JetStream drops a retry within its duplicate window, the projection
+// (bridge_events) any later one.
+func BridgeEventKey(id string) string { return "be:" + id }
 
 // PostAgentOutput stores an agent's message; a streamed one (Item) is
 // updated in place.
@@ -185,9 +193,12 @@ func (s *Service) PostAgentOutput(ctx context.Context, o AgentOutput) (*chat.Mes
 		}
 	}
 	ev, err := s.newEvent(ctx, chat.EvMessagePosted, chat.MessagePosted{Room: o.Room, AuthorKind: o.AuthorKind, Author: o.Author, Text: text,
-		TurnID: o.TurnID, Kind: o.Kind, Thread: o.Thread, Item: o.Item, Partial: o.Partial})
+		TurnID: o.TurnID, Kind: o.Kind, Thread: o.Thread, Item: o.Item, Partial: o.Partial, BridgeEvent: o.BridgeEvent})
 	if err != nil {
 		return nil, err
+	}
+	if o.BridgeEvent != "" {
+		ev.ID = BridgeEventKey(o.BridgeEvent)
 	}
 	seq, err := s.Log.Append(ctx, ev, eventlog.Plain) // an agent's or the hub's words are never routed
 	if err != nil {

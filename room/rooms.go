@@ -84,23 +84,27 @@ func (s *Service) CreateRoom(ctx context.Context, actor *chat.User, name string,
 	return s.RoomFor(ctx, actor, name)
 }
 
-// Join adds actor to a public room.
+// Join adds actor to a public room (a member of the room, public or
+// private, is already in it).
 func (s *Service) Join(ctx context.Context, actor *chat.User, name string) (*chat.Room, error) {
 	r, err := s.RoomByName(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	if d := authz.MayJoin(r.Private || r.Kind == chat.KindDM); !d.Allow {
-		return nil, wh.Errorf(wh.ENotFound, "no room named %q", name) // private rooms do not leak
-	}
 	role, err := s.Role(ctx, r.ID, actor.ID)
 	if err != nil {
 		return nil, err
 	}
-	if role == "" {
-		if _, err := s.append(ctx, chat.EvMemberAdded, chat.MemberChange{Room: name, User: actor.Name, Role: chat.RoleMember, By: actor.Name}); err != nil && wh.ErrorCode(err) != wh.EConflict {
-			return nil, err
-		}
+	if role != "" {
+		// Already in it (its admin adding themselves, a second click):
+		// nothing to do, whether the room is private or not.
+		return s.RoomFor(ctx, actor, name)
+	}
+	if d := authz.MayJoin(r.Private || r.Kind == chat.KindDM); !d.Allow {
+		return nil, wh.Errorf(wh.ENotFound, "no room named %q", name) // private rooms do not leak
+	}
+	if _, err := s.append(ctx, chat.EvMemberAdded, chat.MemberChange{Room: name, User: actor.Name, Role: chat.RoleMember, By: actor.Name}); err != nil && wh.ErrorCode(err) != wh.EConflict {
+		return nil, err
 	}
 	return s.RoomFor(ctx, actor, name)
 }

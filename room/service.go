@@ -36,6 +36,11 @@ type Config struct {
 	// Budgets are the per-person limits (limits.go) the hub's flags set;
 	// nil: DefaultBudgets. An admin's settings override them.
 	Budgets *authz.Budgets
+	// WALLimit bounds the SQLite write-ahead log (0: store.DefaultWALLimit).
+	WALLimit int64
+	// Hold keeps the projector from applying anything until it is closed
+	// (eventlog.Config).
+	Hold <-chan struct{}
 }
 
 // Service is the chat domain: the rules every change passes (who may do
@@ -66,7 +71,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	st, err := store.Open(ctx, cfg.DataDir, cfg.Logger)
+	st, err := store.Open(ctx, cfg.DataDir, cfg.Logger, cfg.WALLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +91,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	s := &Service{Store: st, budgets: newBudgets(base), now: cfg.Now, logger: cfg.Logger, cache: newCaches(), js: cfg.JS, admin: cfg.Admin, repl: cfg.Replicas,
 		fileMax: cfg.FileMaxBytes, fileQuota: cfg.FileQuota,
 		files: &files{js: cfg.JS, admin: cfg.Admin, replicas: max(cfg.Replicas, 1), maxBytes: cfg.FilesMaxBytes}}
-	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Admin: cfg.Admin, Auth: cfg.Auth, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas, Capacity: cfg.Capacity})
+	s.Log = eventlog.New(eventlog.Config{JS: cfg.JS, Admin: cfg.Admin, Auth: cfg.Auth, Projector: st, Logger: cfg.Logger, Replicas: cfg.Replicas, Capacity: cfg.Capacity, Hold: cfg.Hold})
 	s.Log.OnFeed(s.cache.onFeed)
 	return s, nil
 }

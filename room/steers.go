@@ -50,7 +50,11 @@ func (s *Service) RecordTurn(ctx context.Context, handle string, te wire.TurnEve
 
 // RecordTurnOnce is RecordTurn under an idempotency key ("" for a fresh one).
 func (s *Service) RecordTurnOnce(ctx context.Context, key, handle string, te wire.TurnEvent, by, reason string) error {
-	ev := chat.TurnRecorded{Handle: handle, TurnID: te.TurnID, Kind: te.Kind, Status: te.Status, Room: te.Room, By: by, Reason: reason, Usage: te.Usage, Thread: te.Thread}
+	ev := chat.TurnRecorded{Handle: handle, TurnID: te.TurnID, Kind: te.Kind, Status: te.Status, Room: te.Room, By: by, Reason: reason, Usage: te.Usage, Thread: te.Thread,
+		BridgeEvent: te.EventID}
+	if key == "" && te.EventID != "" {
+		key = BridgeEventKey(te.EventID)
+	}
 	if te.Kind == wire.TurnTool { // a tool event: what ran, or was refused or blocked
 		ev.Text = te.Text
 		if len(ev.Text) > 4<<10 {

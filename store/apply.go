@@ -324,6 +324,9 @@ func (s *Store) applyMessagePosted(ctx context.Context, tx *sql.Tx, seq uint64, 
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
+	if err := claimBridgeEventTx(ctx, tx, d.BridgeEvent, seq); err != nil {
+		return nil, err
+	}
 	// The hottest path: prepared statements, one query for the room and one
 	// for its members (which also answers the author's membership).
 	rid, err := roomIDCachedTx(ctx, tx, d.Room)

@@ -40,7 +40,7 @@ func event(tb testing.TB, typ string, data any) chat.Event {
 }
 
 func newBenchStore(tb testing.TB, members int, agent bool) *benchStore {
-	s, err := Open(context.Background(), tb.TempDir(), nil)
+	s, err := Open(context.Background(), tb.TempDir(), nil, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -327,16 +327,29 @@ func applyReadMarked(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event)
 		"data": map[string]any{"room": d.Room, "lastRead": id, "unread": unread, "mentions": mentions}})
 }
 
+// unreadWindow bounds the channel messages one unread count looks at:
+// the newest this many after the read marker, whoever wrote them.
+const unreadWindow = 4 * chat.MaxUnread
+
 // unreadCounts counts for user in a room: channel messages from others
 // after lastRead, and messages after it (thread replies too) that mention
 // them — in a DM every unread message counts as one. Both at most
 // chat.MaxUnread.
+//
+// The count looks at the newest unreadWindow channel messages after the
+// marker and no further, whoever wrote them: filtering on the author
+// first made it read every message after the marker for someone who
+// wrote them all (a script posting a million messages: 4 s for GET
+// /rooms). Others' messages older than that window, behind thousands of
+// the user's own, are not counted.
 func unreadCounts(ctx context.Context, qr querier, roomID, userID int64, user, kind string, lastRead int64) (unread, mentions int, err error) {
-	err = qr.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE room_id = ? AND thread_id = 0 AND id > ? AND author != ? AND deleted = 0 LIMIT ?)`,
-		roomID, lastRead, user, chat.MaxUnread).Scan(&unread)
+	err = qr.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT author FROM messages WHERE room_id = ? AND thread_id = 0 AND id > ? AND deleted = 0
+		ORDER BY id DESC LIMIT ?) WHERE author != ?`,
+		roomID, lastRead, unreadWindow, user).Scan(&unread)
 	if err != nil {
 		return 0, 0, err
 	}
+	unread = min(unread, chat.MaxUnread)
 	if kind == chat.KindDM {
 		return unread, unread, nil
 	}

@@ -5,11 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
@@ -27,6 +29,11 @@ type DB struct {
 
 	done, stopped chan struct{} // the checkpointer's stop signal and its exit
 	closeOnce     sync.Once
+	walLimit      int64         // the WAL size past which a checkpoint truncates it
+	truncations   atomic.Uint64 // truncating checkpoints run
+	walBusy       atomic.Uint64 // truncating checkpoints a reader held off
+	walNext       time.Time     // the projector's: no truncation before
+	ckpt          sync.Mutex    // one checkpoint at a time (a second one fails at once with SQLITE_BUSY)
 
 	mu     sync.Mutex
 	stmts  map[string]*sql.Stmt // prepared hot-path reads
@@ -91,11 +98,23 @@ func (db *DB) stmt(ctx context.Context, q string) *sql.Stmt {
 	return st
 }
 
+// DefaultWALLimit bounds the SQLite write-ahead log: past it, the
+// checkpointer truncates the file (DB.checkpoints).
+const DefaultWALLimit = 64 << 20
+
 // OpenDB opens (creating if needed) the database at path and applies the
 // embedded migrations. It refuses a database written by a newer binary.
-func OpenDB(ctx context.Context, path string) (*DB, error) {
+// walLimit bounds the write-ahead log (0: DefaultWALLimit).
+func OpenDB(ctx context.Context, path string, walLimit int64) (*DB, error) {
+	if walLimit <= 0 {
+		walLimit = DefaultWALLimit
+	}
+	// journal_size_limit trims the WAL to the limit whenever the writer
+	// wraps it (after a complete checkpoint); the checkpointer truncates
+	// it when it grows past the limit under load, when it never wraps.
 	dsn := "file:" + filepath.ToSlash(path) +
-		"?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
+		"?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(0)" +
+		"&_pragma=journal_size_limit(" + strconv.FormatInt(walLimit, 10) + ")&_txlock=immediate"
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, wh.Wrap(err, "open database %s", path)
@@ -109,7 +128,7 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	r.SetConnMaxIdleTime(0)
-	db := &DB{Path: path, w: w, r: r}
+	db := &DB{Path: path, w: w, r: r, walLimit: walLimit}
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -126,20 +145,82 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 // checkpoints moves the WAL into the database in the background, off the
 // projector's commit path (automatic checkpoints would run inside the
 // writer's commits and stall the projection for milliseconds). PASSIVE
-// never blocks the writer.
+// never blocks the writer; boundWAL empties what it cannot.
 func (db *DB) checkpoints(done <-chan struct{}, stopped chan<- struct{}) {
 	defer close(stopped)
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
 		case <-done:
 			return
 		case <-t.C:
+			db.ckpt.Lock()
 			db.r.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+			db.ckpt.Unlock()
 		}
 	}
 }
+
+// walReaderWait is how long a truncating checkpoint waits for readers of
+// older snapshots (reads take milliseconds); walRetryAfter how long the
+// projector goes on before trying again when one held it off.
+const (
+	walReaderWait = 100 * time.Millisecond
+	walRetryAfter = 500 * time.Millisecond
+)
+
+// boundWAL keeps the write-ahead log under walLimit. The projector calls
+// it after each commit, on its own goroutine, so the WAL never passes its
+// bound by more than one batch.
+//
+// The background PASSIVE checkpoint does not bound the WAL under a steady
+// load: the writer appends while it copies, so the log is never wholly
+// copied, never wraps to its start, and grows without bound (gigabytes at
+// 100k posts). Once the file passes walLimit, a TRUNCATE checkpoint runs
+// on the writer's connection between two transactions: with no writer to
+// wait for, it copies only what the last PASSIVE one left (a fraction of a
+// second's frames), waits up to walReaderWait for readers of older
+// snapshots, and empties the file. The projector waits for that residue
+// only, and only when the WAL is past its bound.
+func (db *DB) boundWAL(ctx context.Context) {
+	if db.WALBytes() <= db.walLimit || time.Now().Before(db.walNext) {
+		return
+	}
+	c, err := db.w.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	db.ckpt.Lock() // waits for a running PASSIVE one: it leaves less to copy
+	defer db.ckpt.Unlock()
+	c.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, walReaderWait.Milliseconds()))
+	defer c.ExecContext(ctx, `PRAGMA busy_timeout = 10000`)
+	var busy, logFrames, copied int
+	if err := c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &copied); err != nil {
+		return // closing, or a failing disk: the projector reports that
+	}
+	db.truncations.Add(1)
+	if busy != 0 {
+		db.walBusy.Add(1) // a reader held it off: go on, try again shortly
+		db.walNext = time.Now().Add(walRetryAfter)
+	}
+}
+
+// WALBytes is the size of the write-ahead log file (0 when there is none).
+func (db *DB) WALBytes() int64 {
+	fi, err := os.Stat(db.Path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// WALLimit is the bound the checkpointer keeps the WAL under.
+func (db *DB) WALLimit() int64 { return db.walLimit }
+
+// Truncations counts truncating checkpoints, and those a reader held off.
+func (db *DB) Truncations() (run, busy uint64) { return db.truncations.Load(), db.walBusy.Load() }
 
 // Close closes both pools.
 func (db *DB) Close() error {

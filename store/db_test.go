@@ -9,7 +9,7 @@ import (
 
 func TestOpenDBRefusesNewerSchema(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "wh.db")
-	db, err := OpenDB(context.Background(), path)
+	db, err := OpenDB(context.Background(), path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,7 +17,7 @@ func TestOpenDBRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	_, err = OpenDB(context.Background(), path)
+	_, err = OpenDB(context.Background(), path, 0)
 	if err == nil || !strings.Contains(err.Error(), "newer wheelhouse") {
 		t.Fatalf("opened a database from a newer binary: %v", err)
 	}
@@ -26,7 +26,7 @@ func TestOpenDBRefusesNewerSchema(t *testing.T) {
 func TestOpenDBMigratesOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "wh.db")
 	for i := 0; i < 2; i++ {
-		db, err := OpenDB(context.Background(), path)
+		db, err := OpenDB(context.Background(), path, 0)
 		if err != nil {
 			t.Fatalf("open %d: %v", i, err)
 		}

@@ -262,6 +262,9 @@ func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]ch
 	if err := decode(ev, &d); err != nil {
 		return nil, err
 	}
+	if err := claimBridgeEventTx(ctx, tx, d.BridgeEvent, seq); err != nil {
+		return nil, err
+	}
 	a, err := agentByHandleTx(ctx, tx, d.Handle)
 	if err != nil {
 		return nil, err

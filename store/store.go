@@ -39,12 +39,13 @@ func (s *Store) SavepointRuns() uint64 { return s.savepointRuns.Load() }
 
 var _ eventlog.Projector = (*Store)(nil)
 
-// Open opens (creating and migrating) the read model in dataDir.
-func Open(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, error) {
+// Open opens (creating and migrating) the read model in dataDir; walLimit
+// bounds its write-ahead log (0: DefaultWALLimit).
+func Open(ctx context.Context, dataDir string, logger *slog.Logger, walLimit int64) (*Store, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	db, err := OpenDB(ctx, filepath.Join(dataDir, DBFile))
+	db, err := OpenDB(ctx, filepath.Join(dataDir, DBFile), walLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +60,9 @@ func Open(ctx context.Context, dataDir string, logger *slog.Logger) (*Store, err
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
+
+// DB is the store's database (its WAL's size and bound, for metrics).
+func (s *Store) DB() *DB { return s.db }
 
 // AppliedSeq is the last stream sequence projected into this database.
 func (s *Store) AppliedSeq(ctx context.Context) (uint64, error) { return s.db.AppliedSeq(ctx) }
@@ -96,6 +100,7 @@ func (s *Store) Refusal(ctx context.Context, eventID string) (error, bool) {
 // decide the same outcomes.
 func (s *Store) Apply(ctx context.Context, batch []eventlog.Entry) ([]eventlog.Outcome, []chat.FeedItem, error) {
 	defer s.db.prepareWanted(ctx) // after the rollbacks: the connection is free
+	defer s.db.boundWAL(ctx)      // after the commit: the projector's turn
 	outs, feed, err := s.applyBatch(ctx, batch, false)
 	if errors.Is(err, errRefusedInBatch) {
 		s.savepointRuns.Add(1)

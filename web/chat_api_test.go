@@ -562,6 +562,13 @@ func TestSearch(t *testing.T) {
 		if rs := search(tm.alice, "q=deploym*"); len(rs) != 1 {
 			t.Fatalf("%d results", len(rs))
 		}
+		// Short prefixes go through FTS5's prefix indexes (2, 3 and 4
+		// characters): the same answers.
+		for _, q := range []string{"de*", "dep*", "depl*"} {
+			if rs := search(tm.alice, "q="+url.QueryEscape(q)); len(rs) != 2 {
+				t.Fatalf("%s: %d results", q, len(rs))
+			}
+		}
 	})
 	t.Run("Phrase", func(t *testing.T) {
 		if rs := search(tm.alice, "q="+url.QueryEscape(`"deploy of feature"`)); len(rs) != 1 || id(rs[0]["message"].(map[string]any)) != id(first) {

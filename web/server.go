@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,14 @@ type Config struct {
 	SetupDone func()
 	// Ready reports readiness (NATS connected, projection caught up).
 	Ready func() error
+	// Gate, while it returns an error, answers every API request with it
+	// (and Retry-After): the hub is catching up and nothing it would read
+	// is current. /readyz, /healthz and the UI's files are served.
+	Gate func() error
+	// WriteTimeout bounds a change (a post, a decision…) from the moment
+	// it is asked for to its answer (default DefaultWriteTimeout): an
+	// event log that cannot take it in time answers 503.
+	WriteTimeout time.Duration
 	// OriginPatterns are extra allowed WebSocket origins (host patterns);
 	// the request's own host is always allowed.
 	OriginPatterns []string
@@ -177,8 +186,17 @@ var secretRoutes = map[string]bool{
 	"POST /api/v1/password-reset":              true,
 }
 
-// writeTimeout bounds a change a client asked for once it is under way.
-const writeTimeout = 30 * time.Second
+// DefaultWriteTimeout bounds a change a client asked for once it is under
+// way (Config.WriteTimeout): past it the client gets a 503, never a wait.
+const DefaultWriteTimeout = 10 * time.Second
+
+// writeTimeout is the configured bound on a change.
+func (s *Server) writeTimeout() time.Duration {
+	if s.cfg.WriteTimeout > 0 {
+		return s.cfg.WriteTimeout
+	}
+	return DefaultWriteTimeout
+}
 
 func (s *Server) authed(h authedFunc) http.Handler {
 	return s.wrap(func(w http.ResponseWriter, r *http.Request) error {
@@ -195,7 +213,7 @@ func (s *Server) authed(h authedFunc) http.Handler {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			// A change, once asked for, is carried out whether or not the
 			// client waits for the answer: no half-done writes.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), writeTimeout)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.writeTimeout())
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
@@ -284,7 +302,13 @@ func (s *Server) routes() http.Handler {
 				if old := s.notReady.Swap(&reason); old == nil || *old != reason {
 					s.log.Warn("not ready", "reason", reason, "err", err)
 				}
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason})
+				body := map[string]any{"status": "not ready", "reason": reason}
+				var f *eventlog.Failure
+				if errors.As(err, &f) && f.Reason == eventlog.ReasonCatchingUp {
+					// Progress: the events applied of those to catch up.
+					body["applied"], body["of"] = f.Applied, f.Of
+				}
+				writeJSON(w, http.StatusServiceUnavailable, body)
 				return
 			}
 		}
@@ -298,11 +322,36 @@ func (s *Server) routes() http.Handler {
 	}))
 	mux.Handle("/", staticHandler())
 
+	var h http.Handler = mux
+	if s.cfg.Gate != nil {
+		h = s.gated(mux)
+	}
+
 	s.cop = http.NewCrossOriginProtection()
 	s.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, errCrossOrigin)
 	}))
-	return s.metrics.instrument(securityHeaders(s.cop.Handler(mux)))
+	return s.metrics.instrument(securityHeaders(s.cop.Handler(h)))
+}
+
+// RetryAfterCatchingUp is the Retry-After (seconds) of an answer refused
+// while the hub catches up.
+const RetryAfterCatchingUp = "5"
+
+// gated answers API requests with the gate's error while it has one.
+func (s *Server) gated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			if err := s.cfg.Gate(); err != nil {
+				w.Header().Set("Retry-After", RetryAfterCatchingUp)
+				var b ErrorBody // not logged: every request until the hub serves
+				b.Error.Code, b.Error.Message, b.Error.Reason = wh.ErrorCode(err), wh.ErrorMessage(err), wh.ErrorReason(err)
+				writeJSON(w, HTTPStatus(b.Error.Code), b)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // readyReason is the reason code /readyz shows: a failure's own code when
@@ -403,7 +452,7 @@ func (s *Server) postSession(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if secret, _ := secretFrom(r); secret != "" {
 		// Carried out even if the client hangs up.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), writeTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.writeTimeout())
 		defer cancel()
 		if err := s.rooms.Revoke(ctx, secret, chat.EndLogout); err != nil {
 			return err

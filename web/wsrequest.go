@@ -112,7 +112,7 @@ func (s *Server) wsPost(c *wsConn, in *wsRequest) (any, error) {
 	if !c.writable {
 		return nil, errCrossOrigin
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.writeTimeout())
 	defer cancel()
 	// The credential is checked again for every request: one that ended
 	// a moment ago closes this socket soon, but posts nothing meanwhile.

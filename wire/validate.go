@@ -34,6 +34,7 @@ var (
 	steerIDRE  = regexp.MustCompile(`^s[0-9a-z.-]{1,63}$`)
 	approvalRE = regexp.MustCompile(`^a[0-9a-f]{16}$`)
 	turnIDRE   = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+	eventIDRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	hashRE     = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	reasonRE   = regexp.MustCompile(`^[a-z][a-z-]{0,63}$`)
 	roomRE     = regexp.MustCompile(`^([a-z0-9][a-z0-9_-]{0,63}|dm:[a-z0-9_.:+-]{1,200})$`)
@@ -122,7 +123,7 @@ func (a *AgentInfo) Validate() error {
 			return invalid("agent %s: sender %q is not a user name", a.Name, clip(s))
 		}
 	}
-	if len(a.Pending) > 1000 || len(a.Queued) > 1000 {
+	if len(a.Pending) > 1000 || len(a.Queued) > 1000 || len(a.Ending) > 1000 {
 		return invalid("agent %s: too many pending approvals or queued steers", a.Name)
 	}
 	for _, id := range a.Pending {
@@ -133,6 +134,11 @@ func (a *AgentInfo) Validate() error {
 	for _, id := range a.Queued {
 		if !steerIDRE.MatchString(id) {
 			return invalid("agent %s: steer id %q is not valid", a.Name, clip(id))
+		}
+	}
+	for _, id := range a.Ending {
+		if !turnIDRE.MatchString(id) {
+			return invalid("agent %s: turn id %q is not valid", a.Name, clip(id))
 		}
 	}
 	if len(a.Rooms) > 10000 {
@@ -289,6 +295,9 @@ func (t *TurnEvent) Validate(now time.Time) error {
 	}
 	if t.Thread < 0 {
 		return invalid("thread must be a message id")
+	}
+	if err := checkOpt("event id", t.EventID, eventIDRE); err != nil {
+		return err
 	}
 	if t.Partial && (t.Kind != TurnMessage || t.ItemID == "") {
 		return invalid("only a message with an item id can be partial")

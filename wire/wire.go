@@ -312,6 +312,9 @@ type AgentInfo struct {
 	// which of them it already ended (ControlResync).
 	Pending []string `json:"pending,omitempty"`
 	Queued  []string `json:"queued,omitempty"`
+	// Ending names turns that ended on the bridge whose turn.ended is
+	// still in its outbox, on its way: the hub does not end them as lost.
+	Ending []string `json:"ending,omitempty"`
 	// Rooms are the rooms the bridge lets the agent act in (its owner's
 	// consent, as the bridge holds it) and their ceilings. The owner's own
 	// DM with the agent is always allowed and not listed.
@@ -401,6 +404,10 @@ type TurnEvent struct {
 	// Thread is the root of the thread the turn lives in: the Steer.Thread
 	// of the message that started it, or that message itself.
 	Thread int64 `json:"thread,omitempty"`
+	// EventID names this event on its bridge: the bridge sends it from its
+	// outbox until the hub acknowledges it, and the hub records it once
+	// however often it arrives.
+	EventID string `json:"eventId,omitempty"`
 }
 
 // Usage counts a turn's model tokens.

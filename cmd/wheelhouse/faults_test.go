@@ -110,7 +110,7 @@ func (r *faultRig) startHub(extra ...string) {
 }
 
 func (r *faultRig) startBridge() {
-	r.bridge = startProc(r.t, []string{"XDG_RUNTIME_DIR=" + r.bridgeDir},
+	r.bridge = startProc(r.t, []string{"XDG_RUNTIME_DIR=" + r.bridgeDir, "XDG_STATE_HOME=" + r.bridgeDir},
 		"bridge", "run", "--config", filepath.Join(r.bridgeDir, "bridge.toml"), "--call-timeout", "2s", "--journal", filepath.Join(r.bridgeDir, "journal"))
 	r.bridge.expect(r.t, `connected to`)
 	waitAgent(r.t, r.alice, "alice/demo", func(st string) bool { return st == "idle" })

@@ -15,6 +15,7 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/hub"
 	"github.com/wheelhouse-dev/wheelhouse/room"
+	"github.com/wheelhouse-dev/wheelhouse/web"
 )
 
 type hubFlags struct {
@@ -22,9 +23,9 @@ type hubFlags struct {
 	nats, natsURL, natsSecrets, natsWebsocket                       string
 	metrics, trustedProxies                                         string
 	replicas                                                        int
-	natsMaxStore                                                    byteSize
+	natsMaxStore, walLimit                                          byteSize
 	logJSON                                                         bool
-	steerTimeout                                                    time.Duration
+	steerTimeout, writeTimeout                                      time.Duration
 	limits                                                          authz.Budgets
 }
 
@@ -40,11 +41,13 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.StringVar(&f.natsWebsocket, "nats-websocket", "", "with --nats-url: the NATS servers' websocket listeners that /nats forwards bridges to (ws://host:port `URLs`, comma-separated)")
 	fs.IntVar(&f.replicas, "replicas", 1, "event stream replicas (3 on a NATS cluster)")
 	fs.Var(&f.natsMaxStore, "nats-max-store", "cap on the embedded JetStream store, a `size` such as 20GB or 512MiB (default: nats-server's, 75% of the disk space free at start)")
+	fs.Var(&f.walLimit, "sqlite-wal-limit", "the `size` past which a checkpoint empties the SQLite write-ahead log (default 64MiB)")
 	enumVar(fs, &f.sync, "sync", hub.SyncInterval, []string{hub.SyncInterval, hub.SyncAlways}, "when the embedded NATS server syncs acknowledged events to disk: every two minutes, or before every acknowledgement (see docs/operations.md)")
 	fs.StringVar(&f.origins, "origins", "", "extra allowed WebSocket origins, comma-separated host `patterns`")
 	fs.BoolVar(&f.logJSON, "log-json", false, "log JSON lines instead of text")
 	enumVar(fs, &f.logLevel, "log-level", "info", logLevels, "log `level`")
 	fs.DurationVar(&f.steerTimeout, "steer-timeout", hub.DefaultSteerTimeout, "how long a bridge has to begin acting on a message (its deadline)")
+	fs.DurationVar(&f.writeTimeout, "write-timeout", web.DefaultWriteTimeout, "the longest a change (a post, a decision) waits for the event log before the client gets 503")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this separate listen `address` host:port (default: off)")
 	f.limits = room.DefaultBudgets
 	for _, l := range []struct {
@@ -77,7 +80,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 	return hub.Config{
 		DataDir: f.data, HTTPAddr: f.http, TLSCert: f.tlsCert, TLSKey: f.tlsKey, PublicURL: f.publicURL,
 		NATSAddr: f.nats, NATSURL: f.natsURL, NATSSecrets: f.natsSecrets, NATSWebsocket: splitList(f.natsWebsocket),
-		Replicas: f.replicas, Sync: f.sync, NATSMaxStore: int64(f.natsMaxStore), OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
+		Replicas: f.replicas, Sync: f.sync, NATSMaxStore: int64(f.natsMaxStore), SQLiteWALLimit: int64(f.walLimit), OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout, WriteTimeout: f.writeTimeout,
 		MetricsAddr: f.metrics, TrustedProxies: splitList(f.trustedProxies), Budgets: &f.limits,
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}

@@ -49,6 +49,8 @@ type Options struct {
 	Now func() time.Time
 	// NATSMaxStore caps the embedded JetStream store (bytes).
 	NATSMaxStore int64
+	// SQLiteWALLimit bounds the SQLite write-ahead log (bytes).
+	SQLiteWALLimit int64
 	// Replicas of the event stream (3 on a NATS cluster).
 	Replicas int
 	// BridgeCallTimeout bounds each harness call of the bridges this hub's
@@ -100,7 +102,7 @@ func Start(t testing.TB, o Options) *Hub {
 		o.HTTPAddr = "127.0.0.1:0"
 	}
 	cfg := hub.Config{DataDir: o.DataDir, HTTPAddr: o.HTTPAddr, NATSAddr: "127.0.0.1:0", Logger: o.Logger, WSQueue: o.WSQueue, SteerTimeout: o.SteerTimeout, BridgeSweep: o.BridgeSweep,
-		FileMaxBytes: o.FileMaxBytes, FileQuota: o.FileQuota, NATSMaxStore: o.NATSMaxStore, Replicas: o.Replicas,
+		FileMaxBytes: o.FileMaxBytes, FileQuota: o.FileQuota, NATSMaxStore: o.NATSMaxStore, SQLiteWALLimit: o.SQLiteWALLimit, Replicas: o.Replicas,
 		PublicURL: o.PublicURL, TrustedProxies: o.TrustedProxies, MetricsAddr: o.MetricsAddr, Now: o.Now, Budgets: o.Budgets}
 	if o.NATS != nil {
 		cfg.NATSURL, cfg.NATSSecrets, cfg.NATSWebsocket = o.NATS.URL, o.NATS.Secrets, []string{o.NATS.Websocket}
