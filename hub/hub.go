@@ -262,6 +262,9 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := h.prepareProjection(ctx, auth); err != nil {
+		return err
+	}
 	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Admin: h.opsjs, Auth: auth, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
 		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity})
 	if err != nil {

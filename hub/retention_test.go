@@ -2,14 +2,22 @@ package hub_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/wheelhouse-dev/wheelhouse/chat"
 	"github.com/wheelhouse-dev/wheelhouse/eventlog"
 	"github.com/wheelhouse-dev/wheelhouse/hub"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
+	"github.com/wheelhouse-dev/wheelhouse/store"
 )
 
 // opsStream is the event stream as the hub's ops user sees it.
@@ -49,5 +57,143 @@ func TestOperatorStreamLimitsSurviveRestart(t *testing.T) {
 	}
 	if got.Duplicates != eventlog.DedupWindow || len(got.Subjects) != 1 || got.Subjects[0] != eventlog.SubjectPrefix+">" {
 		t.Fatalf("the hub's own settings: duplicates %v, subjects %v", got.Duplicates, got.Subjects)
+	}
+}
+
+// answers are the API answers a restart must keep: every page of the
+// room's history (small pages, so paging is compared too), its thread and
+// the room list.
+func answers(t *testing.T, c *testhub.Client, room string) string {
+	t.Helper()
+	var out []any
+	after := int64(0)
+	for {
+		r := c.Must(200, "GET", fmt.Sprintf("/api/v1/rooms/%s/messages?after=%d&limit=7", room, after), nil)
+		ms := r.Body["messages"].([]any)
+		out = append(out, r.Body)
+		if len(ms) < 7 {
+			break
+		}
+		after = int64(ms[len(ms)-1].(map[string]any)["id"].(float64))
+	}
+	out = append(out, c.Must(200, "GET", "/api/v1/rooms", nil).Body)
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// removeDB deletes the hub's SQLite files.
+func removeDB(t *testing.T, data string) {
+	t.Helper()
+	for _, f := range []string{store.DBFile, store.DBFile + "-wal", store.DBFile + "-shm"} {
+		if err := os.Remove(filepath.Join(data, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// snapshotLoad starts a hub, posts some messages with a reply, takes a
+// snapshot, posts more, and returns the data dir, the answers, the
+// snapshot and the hub (running).
+func snapshotLoad(t *testing.T) (string, *testhub.Hub, *testhub.Client, chat.SnapshotTaken) {
+	t.Helper()
+	data := t.TempDir()
+	h := testhub.Start(t, testhub.Options{DataDir: data})
+	admin := h.Setup("root", "correct horse")
+	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "kept"})
+	var first int64
+	for i := 0; i < 20; i++ {
+		id := admin.Post("kept", fmt.Sprintf("before the snapshot %d", i))
+		if first == 0 {
+			first = id
+		}
+	}
+	admin.Must(201, "POST", "/api/v1/rooms/kept/messages", map[string]any{"text": "a reply", "thread": first})
+	s, _, err := h.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 15; i++ {
+		admin.Post("kept", fmt.Sprintf("after the snapshot %d", i))
+	}
+	return data, h, admin, s
+}
+
+// restartWithoutDB stops h, deletes its SQLite file and starts a hub on
+// the same data; it returns it, a client logged in as root, and how many
+// events its projection applied at start.
+func restartWithoutDB(t *testing.T, h *testhub.Hub, data string) (*testhub.Hub, *testhub.Client, uint64) {
+	t.Helper()
+	h.Stop()
+	removeDB(t, data)
+	h2 := testhub.Start(t, testhub.Options{DataDir: data})
+	_, applied := h2.Rooms().Log.Batches()
+	c := h2.NewClient()
+	c.Must(201, "POST", "/api/v1/sessions", map[string]string{"name": "root", "password": "correct horse"})
+	return h2, c, applied
+}
+
+// TestSnapshotRebuild: a hub whose SQLite file is gone starts from the
+// newest snapshot and applies only the log after it; every answer is as
+// before.
+func TestSnapshotRebuild(t *testing.T) {
+	data, h, admin, s := snapshotLoad(t)
+	want := answers(t, admin, "kept")
+	last := h.Rooms().Log.Applied()
+	if s.Seq == 0 || s.Seq >= last {
+		t.Fatalf("snapshot at %d, log at %d", s.Seq, last)
+	}
+	h2, c, applied := restartWithoutDB(t, h, data)
+	if got := answers(t, c, "kept"); got != want {
+		t.Fatalf("answers after a rebuild from the snapshot differ:\n got %s\nwant %s", got, want)
+	}
+	// The session event and after: at most what followed the snapshot.
+	if applied > last-s.Seq {
+		t.Fatalf("the rebuild applied %d events; the log after the snapshot at %d has %d (the snapshot was not used)", applied, s.Seq, last-s.Seq)
+	}
+	_ = h2
+}
+
+// TestForgedSnapshotNotUsed: a snapshot whose bytes are not the ones its
+// event names (replaced in the bucket by someone with the ops user: a
+// valid database at the right sequence, one message's text changed) is
+// not used; the hub rebuilds from the log, and every answer is as before.
+func TestForgedSnapshotNotUsed(t *testing.T) {
+	ctx := context.Background()
+	data, h, admin, s := snapshotLoad(t)
+	want := answers(t, admin, "kept")
+
+	js, _ := opsStream(t, h)
+	obs, err := js.ObjectStore(ctx, hub.SnapshotsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := filepath.Join(t.TempDir(), "forged.db")
+	if err := obs.GetFile(ctx, s.Object, forged); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := db.Exec(`UPDATE messages SET text = 'forged' WHERE text = 'before the snapshot 3'`); err != nil {
+		t.Fatal(err)
+	} else if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("forged %d rows", n)
+	}
+	db.Close()
+	f, err := os.Open(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: s.Object}, f); err != nil { // replaces the object
+		t.Fatal(err)
+	}
+	_, c, applied := restartWithoutDB(t, h, data)
+	if got := answers(t, c, "kept"); got != want {
+		t.Fatalf("answers after a forged snapshot differ (it was used?):\n got %s\nwant %s", got, want)
+	}
+	if applied <= s.Seq {
+		t.Fatalf("the rebuild applied %d events, no more than the snapshot's %d: it started from the forged snapshot", applied, s.Seq)
 	}
 }
