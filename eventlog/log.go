@@ -214,7 +214,10 @@ func (l *Log) Start(ctx context.Context) error {
 		return wh.Wrap(err, "read the projection position")
 	}
 	if applied > info.State.LastSeq {
-		return wh.Errorf(wh.EInvalid, "the database has applied event %d but the stream ends at %d: this SQLite file belongs to another stream (another deployment, or a stream that was reset). Move the SQLite file away and restart to rebuild it from this stream, or point --data at the right data", applied, info.State.LastSeq)
+		if err := l.checkIdentity(ctx, st); err != nil {
+			return err // another deployment's database
+		}
+		return wh.Errorf(wh.EInvalid, "the database is ahead of the event stream: it has applied event %d but the stream ends at %d. Either the SQLite file was copied after the stream's files (a copy of the data directory made while the hub ran), or the stream lost its last events (a power loss with --sync interval), or the file belongs to another stream whose identity it never recorded. The stream is the record: move wheelhouse.db (and its -wal and -shm files) away and restart, and the hub rebuilds it from the stream and its newest snapshot; or point --data at the right data", applied, info.State.LastSeq)
 	}
 	if applied > 0 {
 		if err := l.checkIdentity(ctx, st); err != nil {

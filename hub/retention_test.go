@@ -197,3 +197,58 @@ func TestForgedSnapshotNotUsed(t *testing.T) {
 		t.Fatalf("the rebuild applied %d events, no more than the snapshot's %d: it started from the forged snapshot", applied, s.Seq)
 	}
 }
+
+// copyFile copies src to dst.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLiveCopyAheadOfItsStreamStarts: a copy of the data directory whose
+// SQLite file was copied after its stream (as a copy made while the hub
+// runs) has a database ahead of the stream. The hub starts on it: the
+// database is moved aside and rebuilt from the stream, and the answers
+// are the stream's.
+func TestLiveCopyAheadOfItsStreamStarts(t *testing.T) {
+	data := t.TempDir()
+	h := testhub.Start(t, testhub.Options{DataDir: data})
+	admin := h.Setup("root", "correct horse")
+	admin.Must(201, "POST", "/api/v1/rooms", map[string]any{"name": "kept"})
+	for i := 0; i < 10; i++ {
+		admin.Post("kept", fmt.Sprintf("copied %d", i))
+	}
+	want := answers(t, admin, "kept")
+	h.Stop()
+	cp := filepath.Join(t.TempDir(), "copy")
+	if err := os.CopyFS(cp, os.DirFS(data)); err != nil {
+		t.Fatal(err)
+	}
+	h = testhub.Start(t, testhub.Options{DataDir: data})
+	c := h.NewClient()
+	c.Must(201, "POST", "/api/v1/sessions", map[string]string{"name": "root", "password": "correct horse"})
+	for i := 0; i < 5; i++ {
+		c.Post("kept", fmt.Sprintf("after the copy of the stream %d", i))
+	}
+	h.Stop() // a clean stop: the database is one file
+	copyFile(t, filepath.Join(data, store.DBFile), filepath.Join(cp, store.DBFile))
+	for _, f := range []string{"-wal", "-shm"} {
+		os.Remove(filepath.Join(cp, store.DBFile+f))
+	}
+
+	h2 := testhub.Start(t, testhub.Options{DataDir: cp})
+	c2 := h2.NewClient()
+	c2.Must(201, "POST", "/api/v1/sessions", map[string]string{"name": "root", "password": "correct horse"})
+	if got := answers(t, c2, "kept"); got != want {
+		t.Fatalf("answers on the copy are not the stream's:\n got %s\nwant %s", got, want)
+	}
+	aside, _ := filepath.Glob(filepath.Join(cp, store.DBFile+".ahead-*[0-9]"))
+	if len(aside) != 1 {
+		t.Fatalf("the database ahead of the stream was not kept aside: %v", aside)
+	}
+}
