@@ -190,6 +190,9 @@ func (l *Log) OnFeed(f func([]chat.FeedItem)) {
 	l.mu.Unlock()
 }
 
+// Auth is how the log authenticates events (nil in tests of the log).
+func (l *Log) Auth() *Auth { return l.auth }
+
 // Stream is the JetStream stream (valid after Start).
 func (l *Log) Stream() jetstream.Stream { return l.stream }
 

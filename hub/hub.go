@@ -113,8 +113,14 @@ type Config struct {
 	// FileMaxBytes and FileQuota bound one uploaded file and all of one
 	// user's files (defaults room.DefaultFileMaxBytes, room.DefaultFileQuota).
 	FileMaxBytes, FileQuota int64
-	Logger                  *slog.Logger
-	Now                     func() time.Time
+	// SnapshotEvery is how often the hub writes a snapshot of its
+	// projection when it has changed (default DefaultSnapshotEvery).
+	SnapshotEvery time.Duration
+	// Retention is the operator's cutoff for the event log (none by
+	// default); see Retention.
+	Retention Retention
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Validate checks the config and fills defaults.
@@ -176,6 +182,12 @@ func (c *Config) Validate() error {
 	if c.BridgeSweep <= 0 {
 		c.BridgeSweep = DefaultBridgeSweep
 	}
+	if c.SnapshotEvery <= 0 {
+		c.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if c.Retention.Age < 0 || c.Retention.Bytes < 0 {
+		return wh.Errorf(wh.EInvalid, "--retain-age and --retain-bytes must not be negative")
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -203,6 +215,8 @@ type Hub struct {
 	hostname      string
 	sweepStop     chan struct{}
 	sweepDone     chan struct{}
+	upkeepStop    chan struct{}
+	upkeepDone    chan struct{}
 	js            jetstream.JetStream // log-writer
 	opsjs         jetstream.JetStream // ops
 	rooms         *room.Service
@@ -385,6 +399,11 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err := h.startOps(); err != nil {
 		return err
 	}
+	h.upkeepStop, h.upkeepDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(h.upkeepDone)
+		h.upkeep(h.upkeepStop)
+	}()
 	h.log.Info("hub ready", "url", h.URL(), "bridges", h.NATSURL(), "data", h.cfg.DataDir)
 	return nil
 }
@@ -446,6 +465,10 @@ func (h *Hub) Close(ctx context.Context) error {
 	if h.sweepStop != nil {
 		close(h.sweepStop)
 		<-h.sweepDone
+	}
+	if h.upkeepStop != nil {
+		close(h.upkeepStop)
+		<-h.upkeepDone
 	}
 	if h.rooms != nil {
 		h.rooms.Log.Stop()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -250,5 +251,54 @@ func TestLiveCopyAheadOfItsStreamStarts(t *testing.T) {
 	aside, _ := filepath.Glob(filepath.Join(cp, store.DBFile+".ahead-*[0-9]"))
 	if len(aside) != 1 {
 		t.Fatalf("the database ahead of the stream was not kept aside: %v", aside)
+	}
+}
+
+// TestRetentionWithSnapshot: retention purges the room content before the
+// newest verified snapshot (not past it, whatever the operator's cutoff),
+// records it, and keeps the agents' and bridges' entries; a hub whose
+// SQLite file is then gone rebuilds from the snapshot with every answer as
+// before. Without a snapshot that covers the purge, the hub refuses to
+// rebuild a history it no longer has, and says so.
+func TestRetentionWithSnapshot(t *testing.T) {
+	ctx := context.Background()
+	data, h, admin, s := snapshotLoad(t)
+	want := answers(t, admin, "kept")
+	c, err := h.Compact(ctx, hub.Retention{Bytes: 1}) // the cutoff: everything
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Before != s.Seq+1 || c.Snapshot != s.Seq {
+		t.Fatalf("compacted before %d (snapshot %d), want up to the snapshot at %d", c.Before, c.Snapshot, s.Seq)
+	}
+	_, st := opsStream(t, h)
+	for _, subj := range []string{chat.EvMessagePosted, chat.EvMessagePosted + eventlog.PlainSuffix} {
+		if m, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(eventlog.SubjectPrefix+subj)); err == nil && m.Sequence < c.Before {
+			t.Fatalf("a message before the cutoff is still in the log: %d", m.Sequence)
+		}
+	}
+	if m, err := st.GetMsg(ctx, 1); err != nil || m.Sequence != 1 {
+		t.Fatalf("the log's first event (an account's) was purged: %v", err)
+	}
+	h2, c2, _ := restartWithoutDB(t, h, data)
+	if got := answers(t, c2, "kept"); got != want {
+		t.Fatalf("answers after retention and a rebuild differ:\n got %s\nwant %s", got, want)
+	}
+
+	// The snapshots gone: no rebuild.
+	js, _ := opsStream(t, h2)
+	if err := js.DeleteObjectStore(ctx, hub.SnapshotsBucket); err != nil {
+		t.Fatal(err)
+	}
+	h2.Stop()
+	removeDB(t, data)
+	h3, err := hub.New(hub.Config{DataDir: data, HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", Logger: testhub.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = h3.Open(ctx)
+	h3.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "compacted") || !strings.Contains(err.Error(), "restore") {
+		t.Fatalf("a rebuild without the snapshot that covers the purged events: %v", err)
 	}
 }

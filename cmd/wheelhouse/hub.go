@@ -20,9 +20,9 @@ type hubFlags struct {
 	nats, natsURL, natsSecrets, natsWebsocket                       string
 	metrics, trustedProxies                                         string
 	replicas                                                        int
-	natsMaxStore                                                    byteSize
+	natsMaxStore, retainBytes                                       byteSize
 	logJSON                                                         bool
-	steerTimeout                                                    time.Duration
+	steerTimeout, snapshotEvery, retainAge                          time.Duration
 }
 
 func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
@@ -44,6 +44,9 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.DurationVar(&f.steerTimeout, "steer-timeout", hub.DefaultSteerTimeout, "how long a bridge has to begin acting on a message (its deadline)")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this separate listen `address` host:port (default: off)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "reverse proxies whose X-Forwarded-For/-Proto count, comma-separated `addresses or CIDRs`")
+	fs.DurationVar(&f.snapshotEvery, "snapshot-every", hub.DefaultSnapshotEvery, "how often the hub writes a snapshot of its database into the snapshots bucket (when it changed)")
+	fs.DurationVar(&f.retainAge, "retain-age", 0, "purge room content older than this `duration` from the event log, up to the newest verified snapshot (default: keep everything; see docs/operations.md)")
+	fs.Var(&f.retainBytes, "retain-bytes", "purge the oldest room content from the event log past this `size`, up to the newest verified snapshot (default: no limit)")
 }
 
 func splitList(s string) []string {
@@ -62,6 +65,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 		NATSAddr: f.nats, NATSURL: f.natsURL, NATSSecrets: f.natsSecrets, NATSWebsocket: splitList(f.natsWebsocket),
 		Replicas: f.replicas, Sync: f.sync, NATSMaxStore: int64(f.natsMaxStore), OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout,
 		MetricsAddr: f.metrics, TrustedProxies: splitList(f.trustedProxies),
+		SnapshotEvery: f.snapshotEvery, Retention: hub.Retention{Age: f.retainAge, Bytes: int64(f.retainBytes)},
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
 }
