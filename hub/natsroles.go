@@ -85,7 +85,8 @@ func natsPermissions(r natsRole) *server.Permissions {
 		}
 	case roleOps:
 		return &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: []string{"$JS.API.>", "$O." + room.FilesBucket + ".>", "$O." + SnapshotsBucket + ".>", "$SYS.REQ.USER.INFO", BenchSubjects}},
+			Publish: &server.SubjectPermission{Allow: []string{"$JS.API.>", "$O." + room.FilesBucket + ".>", "$O." + SnapshotsBucket + ".>",
+				"$JS.SNAPSHOT.ACK.>", "$JS.SNAPSHOT.RESTORE.>", "$SYS.REQ.USER.INFO", BenchSubjects}},
 			Subscribe: &server.SubjectPermission{Allow: []string{OpsInbox + ".>"}},
 		}
 	}

@@ -36,3 +36,22 @@ func Position(ctx context.Context, path string) (applied uint64, identity string
 	}
 	return applied, identity, nil
 }
+
+// CopyDatabase writes a consistent copy of the database file src, which a
+// running hub may be writing, to dst (VACUUM INTO on a read-only
+// connection) and returns the stream sequence the copy has applied.
+func CopyDatabase(ctx context.Context, src, dst string) (uint64, error) {
+	if _, err := os.Stat(src); err != nil {
+		return 0, wh.Wrap(err, "open database %s", src)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(src)+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return 0, wh.Wrap(err, "open database %s", src)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, dst); err != nil {
+		return 0, wh.Wrap(err, "copy the database %s to %s", src, dst)
+	}
+	seq, _, err := Position(ctx, dst)
+	return seq, err
+}
