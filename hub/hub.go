@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -399,6 +400,11 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err := h.startOps(); err != nil {
 		return err
 	}
+	if h.ns != nil {
+		if err := h.writeOpsAccess(); err != nil {
+			return err
+		}
+	}
 	h.upkeepStop, h.upkeepDone = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(h.upkeepDone)
@@ -469,6 +475,9 @@ func (h *Hub) Close(ctx context.Context) error {
 	if h.upkeepStop != nil {
 		close(h.upkeepStop)
 		<-h.upkeepDone
+	}
+	if h.ns != nil {
+		os.Remove(filepath.Join(h.cfg.DataDir, OpsAccessFile))
 	}
 	if h.rooms != nil {
 		h.rooms.Log.Stop()
