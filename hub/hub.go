@@ -277,8 +277,20 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := h.prepareProjection(ctx, auth); err != nil {
-		return err
+	for deadline := time.Now().Add(time.Minute); ; {
+		err := h.prepareProjection(ctx, auth)
+		if err == nil {
+			break
+		}
+		if !transientJetStream(err) || time.Now().After(deadline) {
+			return err
+		}
+		h.log.Info("JetStream is not ready for the event stream yet; trying again", "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Admin: h.opsjs, Auth: auth, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
 		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity})

@@ -264,6 +264,9 @@ func TestRetentionWithSnapshot(t *testing.T) {
 	ctx := context.Background()
 	data, h, admin, s := snapshotLoad(t)
 	want := answers(t, admin, "kept")
+	if c, err := h.Compact(ctx, hub.Retention{Age: time.Hour}); err != nil || c.Before != 0 {
+		t.Fatalf("nothing is an hour old, yet compacted before %d (%v)", c.Before, err)
+	}
 	c, err := h.Compact(ctx, hub.Retention{Bytes: 1}) // the cutoff: everything
 	if err != nil {
 		t.Fatal(err)
@@ -283,6 +286,30 @@ func TestRetentionWithSnapshot(t *testing.T) {
 	h2, c2, _ := restartWithoutDB(t, h, data)
 	if got := answers(t, c2, "kept"); got != want {
 		t.Fatalf("answers after retention and a rebuild differ:\n got %s\nwant %s", got, want)
+	}
+
+	// A database older than a later compaction (a node down for long) is
+	// set aside, and the hub starts from the snapshot that covers it.
+	stale := filepath.Join(t.TempDir(), "stale.db")
+	if _, err := store.CopyDatabase(ctx, filepath.Join(data, store.DBFile), stale); err != nil {
+		t.Fatal(err)
+	}
+	c2.Post("kept", "after the stale copy")
+	if _, _, err := h2.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h2.Compact(ctx, hub.Retention{Bytes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want = answers(t, c2, "kept")
+	h2.Stop()
+	removeDB(t, data)
+	copyFile(t, stale, filepath.Join(data, store.DBFile))
+	h2 = testhub.Start(t, testhub.Options{DataDir: data})
+	c2 = h2.NewClient()
+	c2.Must(201, "POST", "/api/v1/sessions", map[string]string{"name": "root", "password": "correct horse"})
+	if got := answers(t, c2, "kept"); got != want {
+		t.Fatalf("answers after starting on a database older than the compaction:\n got %s\nwant %s", got, want)
 	}
 
 	// The snapshots gone: no rebuild.

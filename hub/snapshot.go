@@ -231,8 +231,21 @@ func (h *Hub) prepareProjection(ctx context.Context, auth *eventlog.Auth) error 
 		return wh.Wrap(err, "read the event stream")
 	}
 	last := info.State.LastSeq
+	before, err := compactedBefore(ctx, st, auth)
+	if err != nil {
+		return err
+	}
 	if _, err := os.Stat(path); err == nil {
 		applied, identity, err := store.Position(ctx, path)
+		if err == nil && applied < last && applied+1 < before {
+			// A database older than the last compaction (a node that was
+			// down for long, an old copy) would miss the purged events.
+			if err := h.setAside(path, "behind"); err != nil {
+				return err
+			}
+			h.log.Warn("the database is older than the log's last compaction: the events it misses were purged, so it was moved aside and the hub starts from a snapshot", "applied", applied, "compactedBefore", before)
+			return h.fromSnapshot(ctx, st, auth, info.State, before, path)
+		}
 		if err != nil || applied <= last {
 			return nil // the log's own checks decide
 		}
@@ -241,20 +254,37 @@ func (h *Hub) prepareProjection(ctx context.Context, auth *eventlog.Auth) error 
 		if err != nil || json.Unmarshal(m.Data, &first) != nil || identity == "" || first.ID != identity {
 			return nil // another stream's database: the log refuses it, with words
 		}
-		aside := fmt.Sprintf("%s.ahead-%d", path, h.cfg.Now().Unix())
-		for _, suf := range []string{"", "-wal", "-shm"} {
-			if err := os.Rename(path+suf, aside+suf); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return wh.Wrap(err, "move the database that is ahead of the stream aside")
-			}
+		if err := h.setAside(path, "ahead"); err != nil {
+			return err
 		}
 		h.log.Warn("the database had applied events the stream does not hold (a copy of the data directory made while the hub ran, or a stream that lost its last events): the stream is the record, so the database was moved aside and is rebuilt",
-			"applied", applied, "streamLast", last, "movedTo", aside)
+			"applied", applied, "streamLast", last)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return wh.Wrap(err, "open the database")
 	}
-	before, err := compactedBefore(ctx, st, auth)
-	if err != nil {
-		return err
+	return h.fromSnapshot(ctx, st, auth, info.State, before, path)
+}
+
+// setAside renames the database and its -wal and -shm to
+// path.<why>-<unix time>.
+func (h *Hub) setAside(path, why string) error {
+	aside := fmt.Sprintf("%s.%s-%d", path, why, h.cfg.Now().Unix())
+	for _, suf := range []string{"", "-wal", "-shm"} {
+		if err := os.Rename(path+suf, aside+suf); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return wh.Wrap(err, "move the database aside")
+		}
 	}
-	snaps, err := h.snapshotEvents(ctx, st, auth, info.State.FirstSeq)
+	h.log.Warn("moved the database aside", "to", aside)
+	return nil
+}
+
+// fromSnapshot puts the newest verified snapshot at path (there is no
+// database), or leaves the rebuild to the whole log when nothing was
+// compacted; it refuses when the log was compacted and no snapshot
+// covers what is gone.
+func (h *Hub) fromSnapshot(ctx context.Context, st jetstream.Stream, auth *eventlog.Auth, state jetstream.StreamState, before uint64, path string) error {
+	last := state.LastSeq
+	snaps, err := h.snapshotEvents(ctx, st, auth, state.FirstSeq)
 	if err != nil {
 		return err
 	}
@@ -267,7 +297,7 @@ func (h *Hub) prepareProjection(ctx context.Context, auth *eventlog.Auth) error 
 	var refused []string
 	for i := len(snaps) - 1; i >= 0; i-- {
 		s := snaps[i]
-		if s.Seq > last || s.Seq+1 < max(before, info.State.FirstSeq) {
+		if s.Seq > last || s.Seq+1 < max(before, state.FirstSeq) {
 			continue
 		}
 		if err := h.fetchSnapshot(ctx, obs, &s); err != nil {
@@ -282,12 +312,12 @@ func (h *Hub) prepareProjection(ctx context.Context, auth *eventlog.Auth) error 
 		h.log.Info("no database: starting from the newest verified snapshot", "seq", s.Seq, "object", s.Object, "streamLast", last)
 		return nil
 	}
-	if before > max(info.State.FirstSeq, 1) || info.State.FirstSeq > 1 {
+	if before > max(state.FirstSeq, 1) || state.FirstSeq > 1 {
 		why := "no snapshot covers them"
 		if len(refused) > 0 {
 			why = "no snapshot that covers them passed verification: " + strings.Join(refused, "; ")
 		}
-		return wh.Errorf(wh.EInvalid, "the database is missing and the event log no longer holds its events before %d (it was compacted), and %s. Restore the data directory from a backup (wheelhouse restore)", max(before, info.State.FirstSeq), why)
+		return wh.Errorf(wh.EInvalid, "the database is missing and the event log no longer holds its events before %d (it was compacted), and %s. Restore the data directory from a backup (wheelhouse restore)", max(before, state.FirstSeq), why)
 	}
 	if len(refused) > 0 {
 		h.log.Warn("rebuilding the projection from the whole log: no snapshot passed verification", "refused", strings.Join(refused, "; "))
