@@ -2,7 +2,9 @@ package hub_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -168,20 +170,7 @@ func TestForgedSnapshotNotUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := filepath.Join(t.TempDir(), "forged.db")
-	if err := obs.GetFile(ctx, s.Object, forged); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", forged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := db.Exec(`UPDATE messages SET text = 'forged' WHERE text = 'before the snapshot 3'`); err != nil {
-		t.Fatal(err)
-	} else if n, _ := res.RowsAffected(); n != 1 {
-		t.Fatalf("forged %d rows", n)
-	}
-	db.Close()
+	forged := forgeSnapshot(t, obs, s.Object)
 	f, err := os.Open(forged)
 	if err != nil {
 		t.Fatal(err)
@@ -327,5 +316,66 @@ func TestRetentionWithSnapshot(t *testing.T) {
 	h3.Close(ctx)
 	if err == nil || !strings.Contains(err.Error(), "compacted") || !strings.Contains(err.Error(), "restore") {
 		t.Fatalf("a rebuild without the snapshot that covers the purged events: %v", err)
+	}
+}
+
+// forgeSnapshot is a copy of the snapshot object with one message's text
+// changed: a valid database at the snapshot's sequence.
+func forgeSnapshot(t *testing.T, obs jetstream.ObjectStore, object string) string {
+	t.Helper()
+	forged := filepath.Join(t.TempDir(), "forged.db")
+	if err := obs.GetFile(context.Background(), object, forged); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if res, err := db.Exec(`UPDATE messages SET text = 'forged' WHERE text = 'before the snapshot 3'`); err != nil {
+		t.Fatal(err)
+	} else if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("forged %d rows", n)
+	}
+	return forged
+}
+
+// TestUnauthenticSnapshotEventNotUsed: a snapshot event without the hub's
+// MAC (published with the log-writer's credentials), naming a forged
+// database whose digest it gives right, newer than the real snapshot, is
+// not used: the hub starts from the real one.
+func TestUnauthenticSnapshotEventNotUsed(t *testing.T) {
+	ctx := context.Background()
+	data, h, admin, s := snapshotLoad(t)
+	want := answers(t, admin, "kept")
+	js, _ := opsStream(t, h)
+	obs, err := js.ObjectStore(ctx, hub.SnapshotsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := forgeSnapshot(t, obs, s.Object)
+	b, err := os.ReadFile(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	if _, err := obs.PutBytes(ctx, "forged.db", b); err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := chat.NewEvent(chat.EvSnapshotTaken, time.Now(), chat.SnapshotTaken{Seq: s.Seq, SHA256: hex.EncodeToString(sum[:]), Bytes: int64(len(b)), Object: "forged.db"})
+	data2, _ := json.Marshal(ev)
+	ljs, err := jetstream.New(h.ConnectAs(t, hub.RoleLogWriter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ljs.Publish(ctx, eventlog.SubjectPrefix+chat.EvSnapshotTaken, data2, jetstream.WithMsgID(ev.ID)); err != nil {
+		t.Fatal(err)
+	}
+	_, c, applied := restartWithoutDB(t, h, data)
+	if got := answers(t, c, "kept"); got != want {
+		t.Fatalf("answers after an unauthentic snapshot event differ (it was used?):\n got %s\nwant %s", got, want)
+	}
+	if applied == 0 {
+		t.Fatal("nothing applied after the snapshot")
 	}
 }
