@@ -47,7 +47,7 @@ func TestForeignDatabaseRefused(t *testing.T) {
 		dir := copyData(t, a.DataDir, b.DataDir) // A's stream, B's database
 		err := open(t, dir)
 		t.Log(err)
-		if err == nil || !strings.Contains(err.Error(), "belongs to another stream") || !strings.Contains(err.Error(), "rebuild") {
+		if err == nil || !strings.Contains(err.Error(), "belongs to another deployment") || !strings.Contains(err.Error(), "rebuild") {
 			t.Fatalf("opened a foreign database: %v", err)
 		}
 	})
@@ -67,6 +67,7 @@ func copyData(t *testing.T, logFrom, dbFrom string) string {
 	t.Helper()
 	dir := t.TempDir()
 	copyTree(t, filepath.Join(logFrom, "jetstream"), filepath.Join(dir, "jetstream"))
+	copyFile(t, filepath.Join(logFrom, hub.LogKeyFile), filepath.Join(dir, hub.LogKeyFile)) // the stream's events' key goes with it
 	for _, f := range []string{store.DBFile, store.DBFile + "-wal"} {
 		if _, err := os.Stat(filepath.Join(dbFrom, f)); err == nil {
 			copyFile(t, filepath.Join(dbFrom, f), filepath.Join(dir, f))

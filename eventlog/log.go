@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,22 +202,17 @@ func (l *Log) OnFeed(f func([]chat.FeedItem)) {
 	l.mu.Unlock()
 }
 
+// Auth is how the log authenticates events (nil in tests of the log).
+func (l *Log) Auth() *Auth { return l.auth }
+
 // Stream is the JetStream stream (valid after Start).
 func (l *Log) Stream() jetstream.Stream { return l.stream }
 
 // Start ensures the stream exists, checks that the read model belongs to
 // it, and begins projecting from the last applied sequence.
 func (l *Log) Start(ctx context.Context) error {
-	_, err := l.admin.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:       StreamName,
-		Subjects:   []string{SubjectPrefix + ">"},
-		Storage:    jetstream.FileStorage,
-		Replicas:   l.replicas,
-		Duplicates: DedupWindow,
-		MaxMsgSize: 1 << 20,
-	})
-	if err != nil {
-		return wh.Wrap(err, "create the event stream")
+	if err := l.ensureStream(ctx); err != nil {
+		return err
 	}
 	st, err := l.js.Stream(ctx, StreamName)
 	if err != nil {
@@ -233,7 +229,10 @@ func (l *Log) Start(ctx context.Context) error {
 		return wh.Wrap(err, "read the projection position")
 	}
 	if applied > info.State.LastSeq {
-		return wh.Errorf(wh.EInvalid, "the database has applied event %d but the stream ends at %d: this SQLite file belongs to another stream (another deployment, or a stream that was reset). Move the SQLite file away and restart to rebuild it from this stream, or point --data at the right data", applied, info.State.LastSeq)
+		if err := l.checkIdentity(ctx, st); err != nil {
+			return err // another deployment's database
+		}
+		return wh.Errorf(wh.EInvalid, "the database is ahead of the event stream: it has applied event %d but the stream ends at %d. Either the SQLite file was copied after the stream's files (a copy of the data directory made while the hub ran), or the stream lost its last events (a power loss with --sync interval), or the file belongs to another stream whose identity it never recorded. The stream is the record: move wheelhouse.db (and its -wal and -shm files) away and restart, and the hub rebuilds it from the stream and its newest snapshot; or point --data at the right data", applied, info.State.LastSeq)
 	}
 	if applied > 0 {
 		if err := l.checkIdentity(ctx, st); err != nil {
@@ -264,6 +263,67 @@ func (l *Log) Start(ctx context.Context) error {
 	go l.project()
 	go l.watchStream()
 	return nil
+}
+
+// ensureStream creates the stream, or updates the fields the hub owns on
+// the one there and keeps every other setting as it is: limits an
+// operator set (max_age, max_bytes, max_msgs…) are theirs, never reset.
+func (l *Log) ensureStream(ctx context.Context) error {
+	want := jetstream.StreamConfig{
+		Name:       StreamName,
+		Subjects:   []string{SubjectPrefix + ">"},
+		Storage:    jetstream.FileStorage,
+		Replicas:   l.replicas,
+		Duplicates: DedupWindow,
+		MaxMsgSize: 1 << 20,
+	}
+	st, err := l.admin.Stream(ctx, StreamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := l.admin.CreateStream(ctx, want); err != nil {
+			return wh.Wrap(err, "create the event stream")
+		}
+		return nil
+	}
+	if err != nil {
+		return wh.Wrap(err, "read the event stream")
+	}
+	cfg := HubOwned(st.CachedInfo().Config, want)
+	if lim := OperatorLimits(cfg); lim != "" {
+		l.log.Warn("the event stream has limits the hub did not set; they are kept, but JetStream drops events past them whether or not a snapshot covers them (use the hub's --retain-* settings instead)", "limits", lim)
+	}
+	if _, err := l.admin.UpdateStream(ctx, cfg); err != nil {
+		return wh.Wrap(err, "update the event stream")
+	}
+	return nil
+}
+
+// HubOwned is have with the fields the hub sets taken from want: the rest
+// (an operator's limits, description, placement…) stays as it is.
+func HubOwned(have, want jetstream.StreamConfig) jetstream.StreamConfig {
+	have.Subjects = want.Subjects
+	have.Replicas = want.Replicas
+	have.Duplicates = want.Duplicates
+	have.MaxMsgSize = want.MaxMsgSize
+	return have
+}
+
+// OperatorLimits describes the limits on a stream that drop events ("" if
+// none).
+func OperatorLimits(c jetstream.StreamConfig) string {
+	var out []string
+	if c.MaxAge > 0 {
+		out = append(out, "max_age="+c.MaxAge.String())
+	}
+	if c.MaxBytes > 0 {
+		out = append(out, fmt.Sprintf("max_bytes=%d", c.MaxBytes))
+	}
+	if c.MaxMsgs > 0 {
+		out = append(out, fmt.Sprintf("max_msgs=%d", c.MaxMsgs))
+	}
+	if c.MaxMsgsPerSubject > 0 {
+		out = append(out, fmt.Sprintf("max_msgs_per_subject=%d", c.MaxMsgsPerSubject))
+	}
+	return strings.Join(out, " ")
 }
 
 // checkIdentity refuses a read model built from another deployment's

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,8 +133,14 @@ type Config struct {
 	// Budgets are the per-person limits (default room.DefaultBudgets);
 	// an admin's PUT /settings overrides them.
 	Budgets *authz.Budgets
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// SnapshotEvery is how often the hub writes a snapshot of its
+	// projection when it has changed (default DefaultSnapshotEvery).
+	SnapshotEvery time.Duration
+	// Retention is the operator's cutoff for the event log (none by
+	// default); see Retention.
+	Retention Retention
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // TLS12Suites are the only TLS 1.2 suites the hub's own listener offers:
@@ -208,6 +215,12 @@ func (c *Config) Validate() error {
 	if c.BridgeSweep <= 0 {
 		c.BridgeSweep = DefaultBridgeSweep
 	}
+	if c.SnapshotEvery <= 0 {
+		c.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if c.Retention.Age < 0 || c.Retention.Bytes < 0 {
+		return wh.Errorf(wh.EInvalid, "--retain-age and --retain-bytes must not be negative")
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -235,6 +248,8 @@ type Hub struct {
 	hostname      string
 	sweepStop     chan struct{}
 	sweepDone     chan struct{}
+	upkeepStop    chan struct{}
+	upkeepDone    chan struct{}
 	js            jetstream.JetStream // log-writer
 	opsjs         jetstream.JetStream // ops
 	rooms         *room.Service
@@ -296,6 +311,21 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 	auth, err := h.logAuth(ctx)
 	if err != nil {
 		return err
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		err := h.prepareProjection(ctx, auth)
+		if err == nil {
+			break
+		}
+		if !transientJetStream(err) || time.Now().After(deadline) {
+			return err
+		}
+		h.log.Info("JetStream is not ready for the event stream yet; trying again", "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	h.rooms, err = room.Open(ctx, room.Config{DataDir: h.cfg.DataDir, JS: h.js, Admin: h.opsjs, Auth: auth, Replicas: h.cfg.Replicas, Now: h.cfg.Now, Logger: h.log,
 		FileMaxBytes: h.cfg.FileMaxBytes, FileQuota: h.cfg.FileQuota, Capacity: h.storeCapacity,
@@ -381,6 +411,17 @@ func (h *Hub) Open(ctx context.Context) (err error) {
 		h.setupToken = randomHex(16)
 		h.mu.Unlock()
 	}
+	if h.ns != nil {
+		if err := h.writeOpsAccess(); err != nil {
+			return err
+		}
+	}
+	// Snapshots and retention read the caught-up projection.
+	h.upkeepStop, h.upkeepDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(h.upkeepDone)
+		h.upkeep(h.upkeepStop)
+	}()
 	h.serving.Store(true)
 	h.log.Info("hub ready", "url", h.URL(), "bridges", h.NATSURL(), "data", h.cfg.DataDir)
 	return nil
@@ -570,6 +611,13 @@ func (h *Hub) Close(ctx context.Context) error {
 	if h.sweepStop != nil {
 		close(h.sweepStop)
 		<-h.sweepDone
+	}
+	if h.upkeepStop != nil {
+		close(h.upkeepStop)
+		<-h.upkeepDone
+	}
+	if h.ns != nil {
+		os.Remove(filepath.Join(h.cfg.DataDir, OpsAccessFile))
 	}
 	if h.rooms != nil {
 		h.rooms.Log.Stop()

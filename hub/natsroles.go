@@ -19,9 +19,10 @@ import (
 //   - log-writer: the only user that may publish on wh.log.>; appends,
 //     reads, consumers, the login KV and the files' object store, but no
 //     stream or bucket create, update, delete, purge, snapshot or restore.
-//   - ops: creates and updates the stream and the buckets at start-up and
-//     removes deleted files' bytes (the retention of files); no log
-//     subject. wheelhouse bench's raw JetStream baseline uses it too.
+//   - ops: creates and updates the stream and the buckets at start-up,
+//     removes deleted files' bytes (the retention of files), writes and
+//     reads the projection's snapshots (their bucket is its alone) and
+//     purges the log up to a snapshot; no log subject. wheelhouse bench's raw JetStream baseline uses it too.
 //
 // Each user has an inbox prefix of its own, so one cannot answer in
 // another's name (the bridge-serving user may publish to _INBOX.>, bridges'
@@ -85,7 +86,8 @@ func natsPermissions(r natsRole) *server.Permissions {
 		}
 	case roleOps:
 		return &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: []string{"$JS.API.>", "$O." + room.FilesBucket + ".>", "$SYS.REQ.USER.INFO", BenchSubjects}},
+			Publish: &server.SubjectPermission{Allow: []string{"$JS.API.>", "$O." + room.FilesBucket + ".>", "$O." + SnapshotsBucket + ".>",
+				"$JS.SNAPSHOT.ACK.>", "$JS.SNAPSHOT.RESTORE.>", "$SYS.REQ.USER.INFO", BenchSubjects}},
 			Subscribe: &server.SubjectPermission{Allow: []string{OpsInbox + ".>"}},
 		}
 	}

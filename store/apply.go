@@ -33,6 +33,13 @@ func (s *Store) registerCoreAppliers() {
 	s.appliers[chat.EvMemberRemoved] = applyMemberRemoved
 	s.appliers[chat.EvMessagePosted] = s.applyMessagePosted
 	s.appliers[chat.EvRoomTopicSet] = applyRoomTopicSet
+	// The log's own events change no projection.
+	s.appliers[chat.EvSnapshotTaken] = applyNothing
+	s.appliers[chat.EvLogCompacted] = applyNothing
+}
+
+func applyNothing(context.Context, *sql.Tx, uint64, chat.Event) ([]chat.FeedItem, error) {
+	return nil, nil
 }
 
 // ts formats times for storage: fixed width, so SQL compares them in order.

@@ -23,9 +23,9 @@ type hubFlags struct {
 	nats, natsURL, natsSecrets, natsWebsocket                       string
 	metrics, trustedProxies                                         string
 	replicas                                                        int
-	natsMaxStore, walLimit                                          byteSize
+	natsMaxStore, walLimit, retainBytes                             byteSize
 	logJSON                                                         bool
-	steerTimeout, writeTimeout                                      time.Duration
+	steerTimeout, writeTimeout, snapshotEvery, retainAge            time.Duration
 	limits                                                          authz.Budgets
 }
 
@@ -64,6 +64,9 @@ func (f *hubFlags) register(fs *flag.FlagSet, defaultData, defaultHTTP string) {
 	fs.Var((*rateFlag)(&f.limits.Bridge), "limit-bridge", "per-bridge pace of its agents' output, N/`period` or off (paced, never refused)")
 	fs.IntVar(&f.limits.Sockets, "limit-sockets", f.limits.Sockets, "per-person limit on open live-event sockets (0: none)")
 	fs.StringVar(&f.trustedProxies, "trusted-proxy", "", "reverse proxies whose X-Forwarded-For/-Proto count, comma-separated `addresses or CIDRs`")
+	fs.DurationVar(&f.snapshotEvery, "snapshot-every", hub.DefaultSnapshotEvery, "how often the hub writes a snapshot of its database into the snapshots bucket (when it changed)")
+	fs.DurationVar(&f.retainAge, "retain-age", 0, "purge room content older than this `duration` from the event log, up to the newest verified snapshot (default: keep everything; see docs/operations.md)")
+	fs.Var(&f.retainBytes, "retain-bytes", "purge the oldest room content from the event log past this `size`, up to the newest verified snapshot (default: no limit)")
 }
 
 func splitList(s string) []string {
@@ -82,6 +85,7 @@ func (f *hubFlags) config(stderr io.Writer) hub.Config {
 		NATSAddr: f.nats, NATSURL: f.natsURL, NATSSecrets: f.natsSecrets, NATSWebsocket: splitList(f.natsWebsocket),
 		Replicas: f.replicas, Sync: f.sync, NATSMaxStore: int64(f.natsMaxStore), SQLiteWALLimit: int64(f.walLimit), OriginPatterns: splitList(f.origins), SteerTimeout: f.steerTimeout, WriteTimeout: f.writeTimeout,
 		MetricsAddr: f.metrics, TrustedProxies: splitList(f.trustedProxies), Budgets: &f.limits,
+		SnapshotEvery: f.snapshotEvery, Retention: hub.Retention{Age: f.retainAge, Bytes: int64(f.retainBytes)},
 		Logger: newLogger(stderr, f.logJSON, f.logLevel),
 	}
 }

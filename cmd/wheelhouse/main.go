@@ -38,6 +38,8 @@ func commands() []command {
 		{"inspect", "print an agent's persisted timeline: wheelhouse inspect @owner/agent", runInspect},
 		{"hook", "agent harness hook entry points (wheelhouse hook claude)", runHook},
 		{"doctor", "check config, connectivity and hook wiring", runDoctor},
+		{"backup", "back up a running hub (database, event stream, files, snapshots): wheelhouse backup DIR", runBackup},
+		{"restore", "restore a backup into an empty data directory: wheelhouse restore DIR", runRestore},
 		{"nats-secrets", "generate the secrets a NATS cluster and its hubs share: wheelhouse nats-secrets DIR", runNATSSecrets},
 		{"bench", "run the performance suite", runBench},
 		{"version", "print the version", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
