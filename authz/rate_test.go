@@ -80,7 +80,7 @@ func TestTake(t *testing.T) {
 			t.Fatalf("second reservation: wait %v", w)
 		}
 		for range 5 {
-			nb, w = Take(nb, r, t0, true)
+			nb, _ = Take(nb, r, t0, true)
 		}
 		if nb.Tokens < -3 {
 			t.Fatalf("debt beyond one burst: %v", nb.Tokens)

@@ -42,21 +42,11 @@ func post(t *testing.T, c *testhub.Client, room, text string, turns map[string]s
 		body["turns"] = turns
 	}
 	// The owner's words to her own agents are signed by her device, as her
-	// browser signs them (postUnsigned: as an API token posts).
+	// browser signs them.
 	if w := c.Words(room, 0, text, turns); len(w) > 0 {
 		body["signed"] = w
 	}
 	r := c.Must(201, "POST", "/api/v1/rooms/"+room+"/messages", body)
-	m := r.Body["message"].(map[string]any)
-	return int64(m["id"].(float64)), testhub.AsList(r.Body["receipts"])
-}
-
-// postUnsigned posts text as c without signing any words (an owner
-// without an enrolled device, or an API token); it returns the message id
-// and the receipts.
-func postUnsigned(t *testing.T, c *testhub.Client, room, text string) (int64, []map[string]any) {
-	t.Helper()
-	r := c.Must(201, "POST", "/api/v1/rooms/"+room+"/messages", map[string]any{"text": text})
 	m := r.Body["message"].(map[string]any)
 	return int64(m["id"].(float64)), testhub.AsList(r.Body["receipts"])
 }
