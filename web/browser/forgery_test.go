@@ -157,6 +157,7 @@ func TestForgingHubWithTheGenuineUI(t *testing.T) {
 		return fmt.Sprintf(`#approval-tray .approval-card[data-id=%q][data-status=%q]`, ap["id"], status)
 	}
 	p.visible(t, card(first, "pending")+" button.approve")
+	p.waitJS(t, "the card says her words were taken as a teammate's", fmt.Sprintf(`document.querySelector(%s)?.textContent.includes("not signed by one of @alice's enrolled devices") || false`, js(card(first, "pending")+" .tainted-flag")))
 	if n := ranTimes(t, alice, "dev", "delete_file notes.txt"); n != 0 {
 		t.Fatalf("the forged words ran the delete of notes.txt unasked (%d runs)", n)
 	}
@@ -211,6 +212,9 @@ func TestForgingHubWithTheGenuineUI(t *testing.T) {
 	if a := approvalByID(t, alice, other["id"].(string)); a["status"] != "pending" {
 		t.Fatalf("the approval after the forged decisions: %v (want still pending)", a)
 	}
+	// Her page shows the request still pending, and that a decision on it
+	// could not be verified.
+	p.waitJS(t, "the card saying a decision could not be verified", fmt.Sprintf(`document.querySelector(%s)?.textContent.includes("A decision could not be verified") || false`, js(card(other, "pending")+`[data-unverified="true"] .unverified-flag`)))
 	otherCard := fmt.Sprintf(`#approval-tray .approval-card[data-id=%q]`, other["id"])
 	// She denies it (no signature needed to fail safe); it never ran.
 	p.click(t, otherCard+`[data-status="pending"] button.deny`)
