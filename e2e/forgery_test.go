@@ -10,11 +10,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 
 	"github.com/wheelhouse-dev/wheelhouse/authz"
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
-	"github.com/wheelhouse-dev/wheelhouse/hub"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
@@ -33,20 +31,7 @@ type attacker struct {
 func newAttacker(t *testing.T, ns *testhub.NATS, creds *bridge.Credentials) *attacker {
 	t.Helper()
 	bridgeID := creds.BridgeID
-	sec, err := hub.LoadNATSSecrets(ns.Secrets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kp, err := nkeys.FromSeed([]byte(sec.HubSeed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := kp.PublicKey()
-	nc, err := nats.Connect(ns.URL, nats.Nkey(pub, kp.Sign), nats.Name("attacker-with-the-hubs-keys"), nats.CustomInboxPrefix(hub.HubInbox))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := ns.DialAsHub(t, "attacker-with-the-hubs-keys")
 	// The hub's own user may not listen on bridges' subjects; a
 	// compromised hub knows what it sends anyway. The test hears it on a
 	// connection with the bridge's key.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/wheelhouse-dev/wheelhouse/hub"
 )
@@ -95,4 +97,27 @@ func NATSServerBinary(t testing.TB) string {
 		t.Fatalf("WHEELHOUSE_TEST_NATS_SERVER=%s: %v (run scripts/test-tools.sh)", p, err)
 	}
 	return p
+}
+
+// DialAsHub connects to n with the hub's own bridge-serving NATS identity
+// (its seed from the secrets file), as a compromised hub or whoever stole
+// its secrets would: it may publish on any bridge's subjects and hears
+// answers on the hub's inbox.
+func (n *NATS) DialAsHub(t testing.TB, name string) *nats.Conn {
+	t.Helper()
+	sec, err := hub.LoadNATSSecrets(n.Secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := nkeys.FromSeed([]byte(sec.HubSeed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	nc, err := nats.Connect(n.URL, nats.Nkey(pub, kp.Sign), nats.Name(name), nats.CustomInboxPrefix(hub.HubInbox))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }
