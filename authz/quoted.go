@@ -86,7 +86,8 @@ func indent(line string) string {
 	return line
 }
 
-func backticks(s string) int {
+// Backticks is the length of the run of backticks s starts with.
+func Backticks(s string) int {
 	n := 0
 	for n < len(s) && s[n] == '`' {
 		n++
@@ -97,7 +98,7 @@ func backticks(s string) int {
 // fenceOpen returns the length of the backtick fence line opens, or 0.
 func fenceOpen(line string) int {
 	line = indent(line)
-	n := backticks(line)
+	n := Backticks(line)
 	if n < 3 || strings.Contains(line[n:], "`") {
 		return 0
 	}
@@ -106,7 +107,7 @@ func fenceOpen(line string) int {
 
 func fenceClose(line string, open int) bool {
 	line = indent(line)
-	n := backticks(line)
+	n := Backticks(line)
 	return n >= open && strings.TrimSpace(line[n:]) == ""
 }
 
@@ -114,16 +115,16 @@ func isQuoteLine(line string) bool { return strings.HasPrefix(indent(line), ">")
 
 func isForwardMarker(line string) bool {
 	t := strings.TrimSpace(line)
-	if strings.HasPrefix(t, "---") && asciiEqualFold(strings.Trim(t, "- "), "forwarded message") {
+	if strings.HasPrefix(t, "---") && ASCIIEqualFold(strings.Trim(t, "- "), "forwarded message") {
 		return true
 	}
 	const from = "forwarded from"
-	return len(t) >= len(from) && asciiEqualFold(t[:len(from)], from)
+	return len(t) >= len(from) && ASCIIEqualFold(t[:len(from)], from)
 }
 
-// asciiEqualFold compares with ASCII-only case folding (no Unicode
+// ASCIIEqualFold compares with ASCII-only case folding (no Unicode
 // look-alikes such as 'ſ' or the Kelvin sign).
-func asciiEqualFold(a, b string) bool {
+func ASCIIEqualFold(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}

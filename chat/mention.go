@@ -159,7 +159,7 @@ func IsStopCommand(text, owner, agent string) bool {
 	}
 	s := strings.TrimRight(strings.TrimSpace(text), ".!")
 	handle := "@" + owner + "/" + agent
-	if len(s) < len(handle) || !asciiEqualFold(s[:len(handle)], handle) {
+	if len(s) < len(handle) || !authz.ASCIIEqualFold(s[:len(handle)], handle) {
 		return false
 	}
 	rest := s[len(handle):]
@@ -171,36 +171,7 @@ func IsStopCommand(text, owner, agent string) bool {
 	if word == sep && len(sep) == len(rest) {
 		return false // "@bob/codexstop"
 	}
-	return asciiEqualFold(word, "stop")
-}
-
-// asciiEqualFold compares with ASCII-only case folding (no Unicode
-// look-alikes such as 'ſ' or the Kelvin sign).
-func asciiEqualFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
-func backticks(s string) int {
-	n := 0
-	for n < len(s) && s[n] == '`' {
-		n++
-	}
-	return n
+	return authz.ASCIIEqualFold(word, "stop")
 }
 
 // codeSpans returns the `inline code` spans outside the fenced blocks among
@@ -214,14 +185,14 @@ func codeSpans(text string, parts []Part) []Part {
 				i++
 				continue
 			}
-			n := backticks(text[i:b])
+			n := authz.Backticks(text[i:b])
 			closed := -1
 			for k := i + n; k < b; {
 				if text[k] != '`' {
 					k++
 					continue
 				}
-				m := backticks(text[k:b])
+				m := authz.Backticks(text[k:b])
 				if m == n {
 					closed = k + m
 					break
