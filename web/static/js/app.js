@@ -126,9 +126,14 @@ async function start(me) {
   live.start();
   setLive(live); // posts go over its socket while it is up
   primeUnread(rooms);
-  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome(), loadUploadLimits(), loadOwner()]);
-  primeNotify();
+  // The room opens now; what the rest of the page shows (agents, the Inbox,
+  // approvals, the welcome card, upload limits, this device) loads beside
+  // it, and the room's view is drawn again once that is in.
+  const rest = Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome(), loadUploadLimits(), loadOwner()]);
   route();
+  await rest;
+  primeNotify();
+  if (state.current) { renderHeader(); emit('current'); rerender(); }
 }
 
 function setRooms(rooms) {
