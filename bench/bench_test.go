@@ -58,6 +58,7 @@ func TestOptionsValidate(t *testing.T) {
 		want string
 	}{
 		{"NegativePosts", Options{Posts: -1}, "--posts must be 1 or more"},
+		{"TinyHistory", Options{HistoryMessages: 5}, "--history must be 20 or more"},
 		{"NegativeBusyRate", Options{Room: RoomOptions{BusyRate: -2}}, "--busy-rate must be more than 0"},
 		{"UnknownSync", Options{Sync: []string{"sometimes"}}, `--sync takes interval and always, not "sometimes"`},
 		{"UnknownSection", Options{Only: []string{"posts", "speed"}}, `--only takes sections among posts,`},

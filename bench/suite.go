@@ -109,6 +109,9 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--busy-rate must be more than 0, not %g", o.Room.BusyRate)
 	}
 	o.defaults()
+	if o.HistoryMessages < historyRooms*2 {
+		return fmt.Errorf("--history must be %d or more (two messages for each of its %d rooms), not %d", historyRooms*2, historyRooms, o.HistoryMessages)
+	}
 	if o.Room.BusyRooms > o.Room.Members {
 		return fmt.Errorf("--busy-rooms (%d) cannot exceed --members (%d): each busy room has some of the members", o.Room.BusyRooms, o.Room.Members)
 	}
