@@ -155,7 +155,7 @@ func TestHistoryRuns(t *testing.T) {
 		if s.LogBytesPerMsg <= 0 || s.DBBytesPerMsg <= 0 || s.Rebuild.N < s.Messages || s.RSSBytes == 0 {
 			t.Errorf("at %d: a figure is missing: %+v", s.Messages, s)
 		}
-		for name, d := range map[string]Dist{"word": s.SearchWord, "prefix": s.SearchPrefix, "latest": s.LatestPage, "far back": s.FarBackPage, "rooms": s.Rooms_} {
+		for name, d := range map[string]Dist{"word": s.SearchWord, "prefix": s.SearchPrefix, "latest": s.LatestPage, "far back": s.FarBackPage, "rooms": s.RoomList} {
 			if d.N != 5 {
 				t.Errorf("at %d: %s: %+v", s.Messages, name, d)
 			}

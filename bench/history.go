@@ -63,7 +63,7 @@ type HistorySize struct {
 	SearchPrefix Dist `json:"searchPrefix"`
 	LatestPage   Dist `json:"latestPage"`
 	FarBackPage  Dist `json:"farBackPage"` // a page in the oldest tenth of the room
-	Rooms_       Dist `json:"roomList"`    // GET /rooms
+	RoomList     Dist `json:"roomList"`    // GET /rooms
 	// RSS of the hub's process after the measurements and a collection.
 	RSSBytes uint64 `json:"rssBytes"`
 	// Browser is opening and switching rooms, per profile; empty when
@@ -95,7 +95,7 @@ func (r *HistoryResult) String() string {
 	row("search, prefix", func(s HistorySize) string { return p99(s.SearchPrefix) })
 	row("latest page (50)", func(s HistorySize) string { return p99(s.LatestPage) })
 	row("far-back page (50)", func(s HistorySize) string { return p99(s.FarBackPage) })
-	row("GET /rooms", func(s HistorySize) string { return p99(s.Rooms_) })
+	row("GET /rooms", func(s HistorySize) string { return p99(s.RoomList) })
 	row("hub RSS", func(s HistorySize) string { return fmt.Sprintf("%.1f MiB", float64(s.RSSBytes)/(1<<20)) })
 	if len(r.Sizes) > 0 && len(r.Sizes[0].Browser) > 0 {
 		for i, br := range r.Sizes[0].Browser {
@@ -223,7 +223,7 @@ func historyAt(ctx context.Context, n, queries, views int) (*HistorySize, error)
 			// a page before a message in the oldest tenth of the room
 			return fmt.Sprintf("/rooms/bench/messages?limit=50&before=%d", oldest[qr.IntN(len(oldest))])
 		}},
-		{&res.Rooms_, func(int) string { return "/rooms" }},
+		{&res.RoomList, func(int) string { return "/rooms" }},
 	} {
 		if *m.d, err = timeAll(m.path); err != nil {
 			return nil, err
