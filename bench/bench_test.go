@@ -58,6 +58,7 @@ func TestOptionsValidate(t *testing.T) {
 		want string
 	}{
 		{"NegativePosts", Options{Posts: -1}, "--posts must be 1 or more"},
+		{"TinyHistory", Options{HistoryMessages: 5}, "--history must be 20 or more"},
 		{"NegativeBusyRate", Options{Room: RoomOptions{BusyRate: -2}}, "--busy-rate must be more than 0"},
 		{"UnknownSync", Options{Sync: []string{"sometimes"}}, `--sync takes interval and always, not "sometimes"`},
 		{"UnknownSection", Options{Only: []string{"posts", "speed"}}, `--only takes sections among posts,`},
@@ -134,5 +135,38 @@ func BenchmarkSearch(b *testing.B) {
 		}
 		b.ReportMetric(float64(r.Hub.P50.Microseconds()), "hub-p50-µs")
 		b.ReportMetric(float64(r.Raw.P50.Microseconds()), "raw-p50-µs")
+	}
+}
+
+// The history section runs end to end at a tiny size: the load, the disk
+// figures, a rebuild from the log alone, the requests over the hub's own
+// HTTPS, and (where Chromium is) the room opened and switched in both
+// browser profiles. No figure is judged here.
+func TestHistoryRuns(t *testing.T) {
+	r, err := History(context.Background(), 200, 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + r.String())
+	if len(r.Sizes) != 2 || r.Sizes[0].Messages != 20 || r.Sizes[1].Messages != 200 {
+		t.Fatalf("sizes: %+v", r.Sizes)
+	}
+	for _, s := range r.Sizes {
+		if s.LogBytesPerMsg <= 0 || s.DBBytesPerMsg <= 0 || s.Rebuild.N < s.Messages || s.RSSBytes == 0 {
+			t.Errorf("at %d: a figure is missing: %+v", s.Messages, s)
+		}
+		for name, d := range map[string]Dist{"word": s.SearchWord, "prefix": s.SearchPrefix, "latest": s.LatestPage, "far back": s.FarBackPage, "rooms": s.RoomList} {
+			if d.N != 5 {
+				t.Errorf("at %d: %s: %+v", s.Messages, name, d)
+			}
+		}
+		if s.BrowserSkipped == "" && len(s.Browser) != 2 {
+			t.Errorf("at %d: browser profiles: %+v", s.Messages, s.Browser)
+		}
+		for _, b := range s.Browser {
+			if b.Open.N != 1 || b.Switch.N != 2 || b.Resources == 0 {
+				t.Errorf("at %d: %s: %+v", s.Messages, b.Profile, b)
+			}
+		}
 	}
 }

@@ -30,6 +30,8 @@ import (
 const (
 	childEnv    = "WHEELHOUSE_BENCH_CHILD" // "hub" or "raw"
 	childDirEnv = "WHEELHOUSE_BENCH_DATA"  // the hub's data directory
+	// childTLSEnv is "CERT.pem KEY.pem": the hub child serves HTTPS with them.
+	childTLSEnv = "WHEELHOUSE_BENCH_TLS"
 )
 
 // ChildMain plays a child's part when this process was started as one, and
@@ -52,7 +54,11 @@ func runChild(role string, in io.Reader, out io.Writer) error {
 	var stop func()
 	switch role {
 	case "hub":
-		h, err := hub.New(hub.Config{DataDir: os.Getenv(childDirEnv), HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", Logger: quietLogger(), Budgets: &noBudgets})
+		cfg := hub.Config{DataDir: os.Getenv(childDirEnv), HTTPAddr: "127.0.0.1:0", NATSAddr: "127.0.0.1:0", Logger: quietLogger(), Budgets: &noBudgets}
+		if f := strings.Fields(os.Getenv(childTLSEnv)); len(f) == 2 {
+			cfg.TLSCert, cfg.TLSKey = f[0], f[1]
+		}
+		h, err := hub.New(cfg)
 		if err != nil {
 			return err
 		}

@@ -17,7 +17,7 @@ import (
 )
 
 // Sections of the suite, in the order they run.
-var Sections = []string{"posts", "fanout", "mentions", "idle", "cluster", "start", "model", "search", "uploads", "hook"}
+var Sections = []string{"posts", "fanout", "mentions", "idle", "cluster", "start", "model", "search", "uploads", "hook", "history"}
 
 // Options scale the suite. Zero values take the defaults.
 type Options struct {
@@ -46,6 +46,12 @@ type Options struct {
 	SearchMessages, SearchQueries int
 	// Uploads of UploadBytes each (defaults 40 of 4 MiB).
 	Uploads, UploadBytes int
+	// HistoryMessages is the size the history section grows a hub to
+	// (default 100000; it measures n/10 too); HistoryQueries requests of
+	// each kind are timed at each size (default 200), HistoryViews room
+	// opens and twice as many switches in each browser profile (default 5;
+	// -1: no browser).
+	HistoryMessages, HistoryQueries, HistoryViews int
 	// Only runs these sections (default: all; "hook" needs HookCmd).
 	Only []string
 }
@@ -76,6 +82,9 @@ func (o *Options) defaults() {
 	def(&o.SearchQueries, 400)
 	def(&o.Uploads, 40)
 	def(&o.UploadBytes, 4<<20)
+	def(&o.HistoryMessages, 100_000)
+	def(&o.HistoryQueries, 200)
+	def(&o.HistoryViews, 5)
 	if len(o.Sync) == 0 {
 		o.Sync = []string{hub.SyncInterval, hub.SyncAlways}
 	}
@@ -90,7 +99,8 @@ func (o *Options) Validate() error {
 	}{{"posts", o.Posts}, {"concurrency", o.Concurrency}, {"members", o.Room.Members}, {"room-messages", o.Room.Messages},
 		{"busy-rooms", o.Room.BusyRooms}, {"one-messages", o.OneMessages}, {"mentions", o.Mentions}, {"idle-sockets", o.IdleSockets},
 		{"cluster-posts", o.ClusterPosts}, {"hook-runs", o.HookRuns}, {"model-calls", o.ModelCalls},
-		{"search-messages", o.SearchMessages}, {"search-queries", o.SearchQueries}, {"uploads", o.Uploads}, {"upload-bytes", o.UploadBytes}} {
+		{"search-messages", o.SearchMessages}, {"search-queries", o.SearchQueries}, {"uploads", o.Uploads}, {"upload-bytes", o.UploadBytes},
+		{"history", o.HistoryMessages}, {"history-queries", o.HistoryQueries}} {
 		if c.v < 0 {
 			return fmt.Errorf("--%s must be 1 or more, not %d", c.name, c.v)
 		}
@@ -99,6 +109,9 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--busy-rate must be more than 0, not %g", o.Room.BusyRate)
 	}
 	o.defaults()
+	if o.HistoryMessages < historyRooms*2 {
+		return fmt.Errorf("--history must be %d or more (two messages for each of its %d rooms), not %d", historyRooms*2, historyRooms, o.HistoryMessages)
+	}
 	if o.Room.BusyRooms > o.Room.Members {
 		return fmt.Errorf("--busy-rooms (%d) cannot exceed --members (%d): each busy room has some of the members", o.Room.BusyRooms, o.Room.Members)
 	}
@@ -144,6 +157,7 @@ type Results struct {
 	Search    *SearchResult     `json:"search,omitempty"`
 	Uploads   *UploadResult     `json:"uploads,omitempty"`
 	Hook      *claude.HookBench `json:"hook,omitempty"`
+	History   *HistoryResult    `json:"history,omitempty"`
 	// Skipped names sections that could not run here, and why.
 	Skipped map[string]string `json:"skipped,omitempty"`
 }
@@ -260,6 +274,18 @@ func Run(ctx context.Context, o Options, w io.Writer) (*Results, error) {
 			fmt.Fprintf(w, "  hub (HTTP POST /files → object store → log)  %s\n  baseline: raw object store put               %s\n  ratio hub/baseline                            %.2f\n",
 				up, rawPut, res.Uploads.Ratio)
 			return nil
+		}},
+		{"history", func() error {
+			views := o.HistoryViews
+			if views < 0 {
+				views = 0
+			}
+			r, err := History(ctx, o.HistoryMessages, o.HistoryQueries, views)
+			if err == nil {
+				res.History = r
+				fmt.Fprint(w, "\n"+r.String())
+			}
+			return err
 		}},
 		{"hook", func() error {
 			fmt.Fprintf(w, "\nClaude Code hook, whole process (%d runs each)\n", o.HookRuns)

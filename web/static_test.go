@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -100,5 +101,47 @@ func TestVendoredFiles(t *testing.T) {
 	})
 	if len(pinned) == 0 {
 		t.Fatal("SHA256SUMS pins nothing")
+	}
+}
+
+// index.html preloads every module app.js reaches through static imports
+// (so the browser fetches them in one wave, not one import level at a
+// time), each of which is embedded; every file revalidates by its ETag.
+func TestStaticPreloadsAndRevalidates(t *testing.T) {
+	h := staticHandler()
+	get := func(path, inm string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", path, nil)
+		if inm != "" {
+			req.Header.Set("If-None-Match", inm)
+		}
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	index := get("/", "").Body.String()
+	var pre []string
+	for _, m := range regexp.MustCompile(`<link rel="modulepreload" href="(/[^"]+)">`).FindAllStringSubmatch(index, -1) {
+		pre = append(pre, m[1])
+	}
+	for _, want := range []string{"/js/api.js", "/js/render/markdown.js", "/vendor/marked/marked.esm.js", "/vendor/dompurify/purify.es.mjs"} {
+		if !slices.Contains(pre, want) {
+			t.Errorf("index.html does not preload %s: %v", want, pre)
+		}
+	}
+	if len(pre) < 30 {
+		t.Errorf("only %d modules preloaded", len(pre))
+	}
+	for _, p := range append(pre, "/", "/r/somewhere", "/css/base.css") {
+		rec := get(p, "")
+		tag := rec.Header().Get("ETag")
+		if rec.Code != 200 || tag == "" || rec.Header().Get("Cache-Control") != "no-cache" {
+			t.Fatalf("%s: %d, ETag %q, Cache-Control %q", p, rec.Code, tag, rec.Header().Get("Cache-Control"))
+		}
+		if again := get(p, tag); again.Code != 304 {
+			t.Errorf("%s with If-None-Match its ETag: %d, want 304", p, again.Code)
+		}
+	}
+	if get("/r/somewhere", "").Body.String() != index {
+		t.Error("a client-side route does not get the same app shell")
 	}
 }

@@ -15,7 +15,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if bench.ChildMain() { // the suite runs servers it measures as children of itself
 		return nil
 	}
-	fs := newFlags("bench", "bench [--only posts,fanout,…] [--posts N] [--concurrency N] [--members N] [--mentions N] [--idle-sockets N] [--search-messages N] [--uploads N] [--hook CMD] [--json] [--compare LAST.json]", stdout)
+	fs := newFlags("bench", "bench [--only posts,fanout,…] [--posts N] [--concurrency N] [--members N] [--mentions N] [--idle-sockets N] [--search-messages N] [--uploads N] [--history N] [--hook CMD] [--json] [--compare LAST.json]", stdout)
 	var o bench.Options
 	fs.IntVar(&o.Posts, "posts", 5000, "messages for the durable post throughput run")
 	fs.IntVar(&o.Concurrency, "concurrency", 32, "concurrent HTTP posters")
@@ -33,6 +33,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.SearchQueries, "search-queries", 400, "search queries timed")
 	fs.IntVar(&o.Uploads, "uploads", 40, "files for the upload run")
 	fs.IntVar(&o.UploadBytes, "upload-bytes", 4<<20, "bytes in each uploaded file")
+	fs.IntVar(&o.HistoryMessages, "history", 100_000, "messages the history section grows a hub to (it measures a tenth of it too; 1000000 takes minutes)")
+	fs.IntVar(&o.HistoryQueries, "history-queries", 200, "requests of each kind the history section times at each size")
+	fs.IntVar(&o.HistoryViews, "history-views", 5, "room opens (and twice as many switches) in each browser profile of the history section; 0: no browser")
 	hook := fs.String("hook", "", `also time this Claude Code hook command, e.g. "wheelhouse-hook claude"`)
 	fs.IntVar(&o.HookRuns, "hook-runs", 200, "runs of each hook case")
 	only := fs.String("only", "", "run only these sections, comma-separated: "+strings.Join(bench.Sections, ", "))
@@ -50,7 +53,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}{{"posts", o.Posts}, {"concurrency", o.Concurrency}, {"members", o.Room.Members}, {"room-messages", o.Room.Messages},
 		{"one-messages", o.OneMessages}, {"mentions", o.Mentions}, {"idle-sockets", o.IdleSockets}, {"cluster-posts", o.ClusterPosts},
 		{"model-calls", o.ModelCalls}, {"hook-runs", o.HookRuns}, {"search-messages", o.SearchMessages}, {"search-queries", o.SearchQueries},
-		{"uploads", o.Uploads}, {"upload-bytes", o.UploadBytes}} {
+		{"uploads", o.Uploads}, {"upload-bytes", o.UploadBytes},
+		{"history", o.HistoryMessages}, {"history-queries", o.HistoryQueries}} {
 		if c.v < 1 {
 			return usageError{fmt.Sprintf("--%s must be 1 or more, not %d", c.name, c.v)}
 		}
@@ -60,6 +64,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if o.Room.BusyRate <= 0 {
 		return usageError{"--busy-rate must be more than 0, not " + strconv.FormatFloat(o.Room.BusyRate, 'g', -1, 64)}
+	}
+	if o.HistoryViews < 0 {
+		return usageError{fmt.Sprintf("--history-views must be 0 or more, not %d", o.HistoryViews)}
+	}
+	if o.HistoryViews == 0 {
+		o.HistoryViews = -1 // no browser (0 would take the default)
 	}
 	o.Sync = splitList(*syncs)
 	o.Only = splitList(*only)

@@ -65,6 +65,26 @@ async function upload(path, blob) {
 let live = null;
 export function setLive(l) { live = l; }
 
+// The first page's data is asked for at once when the page loads, beside
+// GET /me, instead of one wave after another: the room list, the people,
+// and the latest page of the room in the address. Each answer is taken
+// once; a failure (no session yet, not a member) leaves the caller to ask
+// again as usual, where its error is shown.
+const early = new Map();
+export function askEarly(room, limit) {
+  early.set('rooms', get('/rooms', { quiet401: true }).then((d) => d.rooms || []));
+  early.set('users', get('/users', { quiet401: true }).then((d) => d.users || []));
+  if (room) early.set(`page ${room} ${limit}`, get(`/rooms/${enc(room)}/messages?limit=${limit}`, { quiet401: true }));
+  for (const p of early.values()) p.catch(() => {});
+}
+// takeEarly answers what askEarly fetched for key, or else(); a failed
+// early answer goes to else() too.
+export function takeEarly(key, orElse) {
+  const p = early.get(key);
+  early.delete(key);
+  return p ? p.catch(() => null).then((v) => v ?? orElse()) : orElse();
+}
+
 // idempotencyKey is a fresh random key (crypto.randomUUID needs a secure
 // origin; getRandomValues does not).
 function idempotencyKey() {

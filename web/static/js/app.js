@@ -1,6 +1,6 @@
 // app.js — start-up, routing (#/r/<room>) and the live event dispatch.
 
-import { api, setUnauthenticatedHandler, setLive } from './api.js';
+import { api, setUnauthenticatedHandler, setLive, askEarly, takeEarly } from './api.js';
 import { h, clear, toast, debounce } from './dom.js';
 import { state, on, emit, logFor, threadLog, mergeReceipt, patchAgent, isDM } from './store.js';
 import { applyChatEvent } from './chatevents.js';
@@ -9,7 +9,7 @@ import { Live } from './live.js';
 import { showLogin, showSetup, showReset, hideAuth } from './auth.js';
 import { initSidebar, renderMe, roomHref } from './sidebar.js';
 import { loadUnread, primeUnread, seenRoom, noteIncoming, forgetRoom, initUnread, applyRead } from './unread.js';
-import { initMessages, showRoom, clearMessages, messageArrived, receiptChanged, rerender, feedReady, agentChanged } from './messages.js';
+import { PAGE, initMessages, showRoom, clearMessages, messageArrived, receiptChanged, rerender, feedReady, agentChanged } from './messages.js';
 import { initComposer, showComposer, resetComposer } from './composer.js';
 import { renderHeader, openCreateRoom, openBrowse, openMembers, openStartDM } from './rooms.js';
 import { initAgents, loadRoomAgents, loadAllAgents } from './agents.js';
@@ -51,6 +51,10 @@ async function boot() {
     showReset(code, start, () => showLogin(start));
     return;
   }
+  const m = /^#\/r\/(.+)$/.exec(location.hash);
+  let room = null;
+  try { room = m ? decodeURIComponent(m[1]) : null; } catch { room = null; }
+  askEarly(room, PAGE);
   try {
     start(await api.me());
   } catch (ex) {
@@ -105,7 +109,7 @@ async function start(me) {
   loadUnread();
   let rooms = [];
   try {
-    [rooms, state.users] = await Promise.all([api.rooms(), api.users()]);
+    [rooms, state.users] = await Promise.all([takeEarly('rooms', api.rooms), takeEarly('users', api.users)]);
   } catch (ex) {
     if (ex.status === 401) return;
     toast(`Could not load your rooms: ${ex.message}`, 'error');
@@ -122,9 +126,14 @@ async function start(me) {
   live.start();
   setLive(live); // posts go over its socket while it is up
   primeUnread(rooms);
-  await Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome(), loadUploadLimits(), loadOwner()]);
-  primeNotify();
+  // The room opens now; what the rest of the page shows (agents, the Inbox,
+  // approvals, the welcome card, upload limits, this device) loads beside
+  // it, and the room's view is drawn again once that is in.
+  const rest = Promise.all([loadAllAgents(), loadInvitations(), loadApprovals(), loadWelcome(), loadUploadLimits(), loadOwner()]);
   route();
+  await rest;
+  primeNotify();
+  if (state.current) { renderHeader(); emit('current'); rerender(); }
 }
 
 function setRooms(rooms) {

@@ -1,7 +1,7 @@
 // messages.js — the open room's message list: first page, infinite scroll
 // upward (before=ID), live appends, grouping, day separators, receipts.
 
-import { api } from './api.js';
+import { api, takeEarly } from './api.js';
 import { h, clear, dayKey, announce } from './dom.js';
 import { state, on, logFor, mergeReceipt, roomLabel, receiptsFor, RoomLog } from './store.js';
 import { messageEl, daySeparator } from './render/message.js';
@@ -10,7 +10,7 @@ import { renderReceipts, receiptText } from './receipts.js';
 import { markRead } from './unread.js';
 import { carryEdit } from './edit.js';
 
-const PAGE = 50;
+export const PAGE = 50;
 const AROUND = 100;   // a jump far back shows this many messages around the target
 const BACK_PAGES = 2; // pages of 200 read back in order before jumping there instead
 const GROUP_MS = 5 * 60 * 1000;
@@ -110,8 +110,8 @@ export async function jumpTo(name, id) {
 // fetchPage reads a page of a room's messages. Meanwhile log.loading is a
 // promise that settles (never rejects) when the read ends: whoever needs
 // the log loaded waits on it.
-async function fetchPage(log, name, query) {
-  const reading = api.messages(name, query);
+async function fetchPage(log, name, query, early = false) {
+  const reading = early ? takeEarly(`page ${name} ${query.limit}`, () => api.messages(name, query)) : api.messages(name, query);
   log.loading = reading.then(() => {}, () => {});
   try {
     return await reading;
@@ -217,7 +217,7 @@ async function loadLatest(name) {
   const log = logFor(name);
   if (log.loading) return;
   try {
-    if (addPage(log, await fetchPage(log, name, { limit: PAGE })).length < PAGE) log.reachedStart = true;
+    if (addPage(log, await fetchPage(log, name, { limit: PAGE }, true)).length < PAGE) log.reachedStart = true;
     log.loaded = true;
     errorText = '';
   } catch (err) {

@@ -21,8 +21,10 @@ export function initWelcome() {
 export async function loadWelcome() {
   bridges = null;
   if (!state.me?.admin || dismissed()) { render(); return; }
-  try { bridges = (await api.bridges()).filter((b) => !b.revoked).length; } catch { bridges = null; }
-  try { state.users = await api.users(); } catch { /* keep what we have */ }
+  // both at once: the page's start waits on this
+  const [bs, users] = await Promise.all([api.bridges().catch(() => null), api.users().catch(() => null)]);
+  bridges = bs ? bs.filter((b) => !b.revoked).length : null;
+  if (users) state.users = users; // else keep what we have
   render();
 }
 
