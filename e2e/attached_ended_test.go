@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,15 +15,17 @@ import (
 	"github.com/wheelhouse-dev/wheelhouse/bridge"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/claude"
 	"github.com/wheelhouse-dev/wheelhouse/bridge/claude/claudehook"
+	"github.com/wheelhouse-dev/wheelhouse/internal/stubmodel"
 	"github.com/wheelhouse-dev/wheelhouse/internal/testhub"
 )
 
 // A teammate's mention becomes a note for the owner's attached Claude Code
 // session; that session ends before taking it. Where the owner's next
 // session in the project takes it, the sender's receipt (API and live
-// events) says it was delivered there; where no later session takes it in
-// time, the owner is shown it on the bridge, and the sender's final
-// receipt says so.
+// events) says it was delivered there (the next session run in-process as
+// Claude Code runs the hook, and the genuine Claude Code CLI with its
+// installed hook); where no later session takes it in time, the owner is
+// shown it on the bridge, and the sender's final receipt says so.
 func TestAttachedNoteForAnEndedSessionReceipt(t *testing.T) {
 	const s1, s2 = "0ca4b6f0-0000-4000-8000-0000000000e1", "0ca4b6f0-0000-4000-8000-0000000000e2"
 	setup := func(t *testing.T, expiry string) (*team, func(string) string) {
@@ -78,6 +82,62 @@ func TestAttachedNoteForAnEndedSessionReceipt(t *testing.T) {
 			}
 			return false
 		})
+	})
+	t.Run("TheRealClaudeCodeIsTheNextSession", func(t *testing.T) {
+		// The owner's next session is the genuine Claude Code CLI (claude
+		// -p, behind an obedient stub model), whose own hook (the built
+		// wheelhouse-hook) takes the readdressed note.
+		bin, hookBin := claudeBinary(t), buildHook(t)
+		stub := stubmodel.NewMessagesServer() // started first, stopped last
+		t.Cleanup(stub.Close)
+		stub.SetResponder(stubmodel.ObedientMessages)
+		root := t.TempDir()
+		home, proj := filepath.Join(root, "home"), filepath.Join(root, "proj")
+		state := filepath.Join(home, ".local", "state", "wheelhouse")
+		os.MkdirAll(home, 0o700)
+		claudeProject(t, home, proj)
+		if err := claude.Install(proj, hookBin, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		tm := newTeam(t)
+		tm.h.StartBridge(tm.alice, nil, bridge.AgentConfig{Name: "mine", Harness: "claude-attach", Dir: proj,
+			PolicyFile: bridge.PolicyConfig{Address: "users", Allowed: []string{"bob"}}, Options: map[string]string{"state_dir": state, "expiry": "2m"}})
+		tm.alice.AddAgent("dev", "alice/mine")
+		testhub.WaitFor(t, 15*time.Second, "the bridge set the project up", func() bool { return claudehook.ForProject(state, proj).Exists() })
+		// The session the note is for: started and ended before taking it.
+		hook := func(in string) {
+			claude.RunHook(context.Background(), strings.NewReader(in), io.Discard, []string{claudehook.EnvProjectDir + "=" + proj, claudehook.EnvStateDir + "=" + state}, "")
+		}
+		hook(`{"session_id":"` + s1 + `","hook_event_name":"SessionStart","source":"startup"}`)
+		id, _ := post(t, tm.bob, "dev", "@alice/mine NOTE-FOR-THE-REAL-NEXT-SESSION please say hello", nil)
+		receipt(t, tm.bob, "dev", id, "alice/mine", "started")
+		hook(`{"session_id":"` + s1 + `","hook_event_name":"SessionEnd"}`)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*claudeWait)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "-p", "read `"+filepath.Join(proj, "README.md")+"`")
+		cmd.Dir = proj
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ANTHROPIC_BASE_URL=" + stub.URL(), "ANTHROPIC_API_KEY=sk-ant-test-dummy",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("claude: %v: %s", err, out)
+		}
+		var rc map[string]any
+		testhub.WaitFor(t, claudeWait, "the receipt says the next session took the note", func() bool {
+			rc = receipt(t, tm.bob, "dev", id, "alice/mine", "started")
+			d := str(rc["detail"])
+			return strings.Contains(d, "next Claude Code session") && strings.Contains(d, s1)
+		})
+		if rc["status"] != "started" {
+			t.Fatalf("receipt %v", rc)
+		}
+		// The model got the note: the stub saw its words.
+		seen := false
+		for _, r := range stub.Requests() {
+			seen = seen || bytes.Contains(r.Body, []byte("NOTE-FOR-THE-REAL-NEXT-SESSION"))
+		}
+		if !seen {
+			t.Errorf("the model never saw the note")
+		}
 	})
 	t.Run("NoSessionShownToTheOwner", func(t *testing.T) {
 		tm, hook := setup(t, "2s")
