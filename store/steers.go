@@ -57,11 +57,12 @@ func applySteerReceipt(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Even
 	if err != nil {
 		return nil, err
 	}
-	var curReason, turn string
-	if err := queryRowTx(ctx, tx, `SELECT reason, turn_id FROM steers WHERE id = ?`, d.ID).Scan(&curReason, &turn); err != nil {
+	var curReason, curDetail, turn string
+	if err := queryRowTx(ctx, tx, `SELECT reason, detail, turn_id FROM steers WHERE id = ?`, d.ID).Scan(&curReason, &curDetail, &turn); err != nil {
 		return nil, err
 	}
-	if !receiptMayMove(cur, curReason, d.Status) {
+	move := receiptMove(cur, curReason, curDetail, d.Status, d.Detail)
+	if move == receiptRefused {
 		return nil, wh.Errorf(wh.EConflict, "steer %s is already %s", d.ID, cur)
 	}
 	var exp any
@@ -71,7 +72,12 @@ func applySteerReceipt(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Even
 	if d.TurnID != "" {
 		turn = d.TurnID
 	}
-	status, detail, via := d.Status, d.Detail, ""
+	status, reason, detail, via := d.Status, d.Reason, d.Detail, ""
+	if move == receiptNewDetail {
+		// The bridge's new word on where the message went (the owner's next
+		// session took it): the status stays, the detail is the news.
+		status, reason = cur, curReason
+	}
 	if agentID != 0 && turn != "" && (status == wire.StatusStarted || status == wire.StatusSteered || status == wire.StatusDelivered) {
 		// The turn may have ended before this receipt was recorded.
 		tstat, by, ended, err := turnOutcomeTx(ctx, tx, agentID, turn)
@@ -84,7 +90,7 @@ func applySteerReceipt(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Even
 		}
 	}
 	if _, err := execTx(ctx, tx, `UPDATE steers SET status = ?, via = CASE WHEN ? = '' THEN via ELSE ? END, reason = ?, detail = ?, turn_id = ?,
-		expires_at = COALESCE(?, expires_at), updated_at = ? WHERE id = ?`, status, via, via, d.Reason, detail, turn, exp, ts(ev.At), d.ID); err != nil {
+		expires_at = COALESCE(?, expires_at), updated_at = ? WHERE id = ?`, status, via, via, reason, detail, turn, exp, ts(ev.At), d.ID); err != nil {
 		return nil, err
 	}
 	if agentID != 0 { // a mention of an unknown agent has no timeline
@@ -239,22 +245,53 @@ func (s *Store) queryReceipts(ctx context.Context, where string, args ...any) ([
 	return out, rows.Err()
 }
 
-// receiptMayMove says whether a receipt in state cur may become next.
-// Final states never change, with one exception: the hub's own "no answer
-// in time" gives way to the bridge's word of what it did before its
-// deadline (a late answer is the truth).
-func receiptMayMove(cur, curReason, next string) bool {
+// receiptMoves are what receiptMove decides of a receipt update.
+type receiptMoves int
+
+const (
+	receiptRefused   receiptMoves = iota // the update changes nothing (the steer keeps its receipt)
+	receiptMoved                         // the receipt takes the update's status, reason and detail
+	receiptNewDetail                     // the receipt keeps its status and reason and takes the update's detail
+)
+
+// receiptMove decides what a receipt in state cur (with curReason and
+// curDetail) becomes on an update to next (with nextDetail). Final states
+// never change, with one exception: the hub's own "no answer in time"
+// gives way to the bridge's word of what it did before its deadline (a
+// late answer is the truth). A delivered receipt (started, steered,
+// delivered) moves only to a final state, but takes the bridge's later
+// word of where the message went (a non-final update with a new, non-empty
+// detail, such as "delivered to the owner's next Claude Code session")
+// without moving: the same words sent again, or a sideways status, change
+// nothing, so a bridge can neither move a receipt backwards nor repeat
+// itself into the room.
+func receiptMove(cur, curReason, curDetail, next, nextDetail string) receiptMoves {
 	switch cur {
 	case chat.StatusPending, wire.StatusHeld:
-		return true
+		return receiptMoved
 	case wire.StatusQueued:
-		return next != wire.StatusQueued
+		if next != wire.StatusQueued {
+			return receiptMoved
+		}
 	case wire.StatusStarted, wire.StatusSteered, wire.StatusDelivered:
-		return wire.Final(next)
+		switch {
+		case wire.Final(next):
+			return receiptMoved
+		case delivered(next) && nextDetail != "" && nextDetail != curDetail:
+			return receiptNewDetail
+		}
 	case wire.StatusRejected:
-		return curReason == wire.ReasonTimeout && !wire.Final(next)
+		if curReason == wire.ReasonTimeout && !wire.Final(next) {
+			return receiptMoved
+		}
 	}
-	return false
+	return receiptRefused
+}
+
+// delivered reports whether a receipt status says the message reached the
+// agent, before the turn's outcome.
+func delivered(status string) bool {
+	return status == wire.StatusStarted || status == wire.StatusSteered || status == wire.StatusDelivered
 }
 
 func applyTurn(ctx context.Context, tx *sql.Tx, seq uint64, ev chat.Event) ([]chat.FeedItem, error) {
