@@ -82,7 +82,9 @@ func (s *Service) claimKey(ctx context.Context, parts ...any) error {
 		return []byte(fp)
 	})
 	if err != nil {
-		return limitsUnavailable(err)
+		// Unchecked, not refused: the key still dedupes in the log's window.
+		s.limitsUnchecked("idempotency", err)
+		return nil
 	}
 	if !same {
 		return &wh.Error{Code: wh.EUnprocessable, Reason: "idempotency-key-reused",

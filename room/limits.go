@@ -40,6 +40,9 @@ const (
 	LimitRooms   = "rooms"
 	LimitUploads = "uploads"
 	LimitSockets = "sockets"
+	// limitUnchecked counts actions let through because their limit
+	// could not be checked.
+	limitUnchecked = "unchecked"
 )
 
 // Default per-person limits: generous enough that nobody typing, and no
@@ -61,7 +64,7 @@ type budgets struct {
 
 func newBudgets(base authz.Budgets) *budgets {
 	b := &budgets{base: base, refused: map[string]*atomic.Uint64{}}
-	for _, k := range []string{LimitPosts, LimitRooms, LimitUploads, LimitSockets} {
+	for _, k := range []string{LimitPosts, LimitRooms, LimitUploads, LimitSockets, limitUnchecked} {
 		b.refused[k] = new(atomic.Uint64)
 	}
 	return b
@@ -107,8 +110,15 @@ var limitWords = map[string]string{
 	LimitUploads: "uploading files",
 }
 
-func limitsUnavailable(err error) error {
-	return &wh.Error{Code: wh.EUnavailable, Message: "the hub cannot check its limits right now; try again shortly", Err: err}
+// limitsUnchecked lets an action through whose limit could not be
+// checked (the limits bucket unreachable, as when the cluster has lost
+// quorum): a limit guards against a flood, and refusing everyone's
+// writes for it would be the outage it guards against. A write then
+// succeeds, or the event log refuses it with its own reason. Counted in
+// wheelhouse_limit_refusals_total{limit="unchecked"} and logged.
+func (s *Service) limitsUnchecked(what string, err error) {
+	s.budgets.refused[limitUnchecked].Add(1)
+	s.logger.Warn("could not check a per-person limit; letting the action through", "limit", what, "err", err)
 }
 
 // spend takes one action of kind from actor's bucket, or refuses it with
@@ -124,7 +134,8 @@ func (s *Service) spend(ctx context.Context, kind string, actor *chat.User) erro
 	}
 	wait, _, err := s.takeBucket(ctx, limiterKey("b."+kind, actor.Name), r, false)
 	if err != nil {
-		return limitsUnavailable(err)
+		s.limitsUnchecked(kind, err)
+		return nil
 	}
 	if wait > 0 {
 		s.budgets.refused[kind].Add(1)
@@ -182,7 +193,8 @@ func (s *Service) PaceBridge(ctx context.Context, bridgeID string) error {
 			return retry(wait)
 		}
 		if err != nil {
-			return limitsUnavailable(err)
+			s.limitsUnchecked("bridge", err)
+			return nil
 		}
 		if wait > 0 {
 			t := time.NewTimer(wait)
@@ -231,7 +243,8 @@ func (s *Service) OpenSocket(ctx context.Context, user string) (release func(), 
 		return b
 	})
 	if err != nil {
-		return nil, limitsUnavailable(err)
+		s.limitsUnchecked(LimitSockets, err)
+		return func() {}, nil
 	}
 	if refused {
 		s.budgets.refused[LimitSockets].Add(1)

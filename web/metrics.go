@@ -100,7 +100,7 @@ var (
 	descStreamSeq = prometheus.NewDesc("wheelhouse_stream_last_seq",
 		"The event stream's last sequence.", nil, nil)
 	descLimitRefusals = prometheus.NewDesc("wheelhouse_limit_refusals_total",
-		"Actions this node refused because a person went over a per-person limit, by limit (posts, rooms, uploads, sockets).", []string{"limit"}, nil)
+		"Actions this node refused because a person went over a per-person limit, by limit (posts, rooms, uploads, sockets; unchecked: let through because the limits bucket could not be reached).", []string{"limit"}, nil)
 	descLag = prometheus.NewDesc("wheelhouse_projection_lag_events",
 		"Events in the stream this node has not applied yet (stream last sequence minus applied).", nil, nil)
 )
