@@ -267,6 +267,10 @@ var ErrHubUnreachable = errors.New("the bridge cannot reach the hub")
 // in that time, however long the hub would take to record the request.
 const hubPing = 2 * time.Second
 
+// outboxFirst bounds how long an approval request waits for the turn
+// events queued before it to be recorded.
+const outboxFirst = 5 * time.Second
+
 // toHub hands req to the hub and waits for its acknowledgement.
 func (g *gate) toHub(ctx context.Context, req wire.ApprovalRequest) error {
 	nc := g.r.b.nc
@@ -276,6 +280,12 @@ func (g *gate) toHub(ctx context.Context, req wire.ApprovalRequest) error {
 	if err := nc.FlushTimeout(hubPing); err != nil {
 		return fmt.Errorf("no answer within %v: %w", hubPing, err)
 	}
+	// The turn's events that led to this call go first (they wait in the
+	// outbox until recorded), so the hub hears of the turn before its
+	// approval requests; bounded, since the request must go out anyway.
+	dctx, dcancel := context.WithTimeout(ctx, outboxFirst)
+	g.r.b.out.drained(dctx)
+	dcancel()
 	data, _ := json.Marshal(req)
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

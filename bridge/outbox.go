@@ -87,12 +87,13 @@ type outbox struct {
 	lines    int // lines in the file
 	dropped  int // entries dropped because the outbox was full
 	wake     chan struct{}
+	removed  chan struct{} // closed (and replaced) whenever an entry leaves
 }
 
 // openOutbox loads the outbox at path (creating it), or an in-memory one
 // for "".
 func openOutbox(path string, log *slog.Logger, now func() time.Time) (*outbox, error) {
-	o := &outbox{path: path, log: log, now: now, max: OutboxMax, wake: make(chan struct{}, 1)}
+	o := &outbox{path: path, log: log, now: now, max: OutboxMax, wake: make(chan struct{}, 1), removed: make(chan struct{})}
 	if path == "" {
 		return o, nil
 	}
@@ -149,10 +150,45 @@ func (o *outbox) remove(id string) bool {
 	for i, e := range o.entries {
 		if e.ID == id {
 			o.entries = append(o.entries[:i], o.entries[i+1:]...)
+			close(o.removed)
+			o.removed = make(chan struct{})
 			return true
 		}
 	}
 	return false
+}
+
+// drained waits until every entry queued before the call has left the
+// outbox (the hub recorded it), or ctx ends: what the bridge then sends
+// outside the outbox (an approval request) reaches the hub after the turn
+// events that led to it.
+func (o *outbox) drained(ctx context.Context) {
+	o.mu.Lock()
+	waiting := map[string]bool{}
+	for _, e := range o.entries {
+		waiting[e.ID] = true
+	}
+	for {
+		left := false
+		for _, e := range o.entries {
+			if waiting[e.ID] {
+				left = true
+				break
+			}
+		}
+		if !left {
+			o.mu.Unlock()
+			return
+		}
+		ch := o.removed
+		o.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+		o.mu.Lock()
+	}
 }
 
 // add queues a turn event or receipt for the hub.

@@ -64,8 +64,9 @@ func TestHubKilledMidTurnLosesNothing(t *testing.T) {
 		}
 	}
 	tok := r.alice.Must(201, "POST", "/api/v1/tokens", map[string]string{"label": "inspect"}).Body["token"].(string)
-	journal := bridge.JournalPath(filepath.Join(r.bridgeDir, "wheelhouse", "journal"), "alice", "demo")
-	if out, code := runCmd(t, "inspect", "@alice/demo", "--hub", r.url, "--token", tok, "--verify", "--journal", journal); code != 0 || !strings.HasPrefix(out, "OK:") {
+	journal := bridge.JournalPath(filepath.Join(r.bridgeDir, "journal"), "alice", "demo")
+	if out, code := runCmd(t, "inspect", "@alice/demo", "--hub", r.url, "--token", tok, "--verify", "--journal", journal,
+		"--credentials", filepath.Join(r.bridgeDir, "bridge.json")); code != 0 || !strings.HasPrefix(out, "OK:") {
 		t.Fatalf("inspect --verify: %d %s", code, out)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,17 @@ func TestSay(t *testing.T) {
 	br := h.StartBridge(alice, nil, bridge.AgentConfig{Name: "demo", Harness: "demo", Options: map[string]string{"steps": "2", "step": "10ms"},
 		PolicyFile: bridge.PolicyConfig{AutoApprove: []string{"delete_file"}}})
 	alice.AddAgent("dev", "alice/demo")
+	started := regexp.MustCompile(`started @?alice/demo turn (\S+) `)
 	idle := func() {
 		testhub.WaitFor(t, 15*time.Second, "alice/demo idle", func() bool {
+			// Every turn the bridge started has ended there (the hub's
+			// status can say idle a moment before the bridge's turn ends).
+			out := br.Out()
+			for _, m := range started.FindAllStringSubmatch(out, -1) {
+				if !strings.Contains(out, "turn "+m[1]+" ended:") {
+					return false
+				}
+			}
 			for _, a := range testhub.AsList(alice.Must(200, "GET", "/api/v1/agents", nil).Body["agents"]) {
 				if a["handle"] == "alice/demo" {
 					return a["status"] == "idle"
