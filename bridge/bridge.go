@@ -357,8 +357,12 @@ func (b *Bridge) reannounce(ctx context.Context) bool {
 		return false
 	}
 	b.liveMu.Lock()
+	was := b.cutoff
 	b.cutoff = false
 	b.liveMu.Unlock()
+	if was {
+		b.printf("back in touch with the hub; taking messages again")
+	}
 	for _, r := range b.agents {
 		b.wg.Add(1)
 		go func() { defer b.wg.Done(); r.deliverQueued() }()

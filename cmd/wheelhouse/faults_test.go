@@ -266,9 +266,21 @@ func TestBridgeStoppedPastDeadline(t *testing.T) {
 	if rc2 := finalReceipt(t, r.alice, "dev", id, time.Second); rc2["status"] != rc["status"] {
 		t.Fatalf("the receipt changed from %v to %v", rc["status"], rc2["status"])
 	}
-	// And the agent works again.
-	id2 := r.alice.Post("dev", "@alice/demo list the files")
-	receiptWith(t, r.alice, "dev", id2, "started")
+	// And the agent works again. Until the hub has heard from a bridge
+	// that was stopped long enough to be declared offline, the bridge
+	// refuses messages the hub may have ended ("send again"): a person
+	// sends again.
+	testhub.CheckFor(t, 30*time.Second, "a message after the bridge woke starts a turn", func() error {
+		id2 := r.alice.Post("dev", "@alice/demo list the files")
+		rc := receiptWith(t, r.alice, "dev", id2, "started", "rejected")
+		if rc["status"] != "started" {
+			if rc["reason"] != "agent-offline" {
+				t.Fatalf("a message after the bridge woke: %v", rc)
+			}
+			return fmt.Errorf("refused while the bridge re-announces: %v", rc)
+		}
+		return nil
+	})
 }
 
 // A bridge frozen mid-turn, with a follow-up queued: the hub ends the turn
@@ -368,15 +380,17 @@ func relogin(t *testing.T, url, name, pw string) *testhub.Client {
 	return c
 }
 
-func receiptWith(t *testing.T, c *testhub.Client, room string, id int64, want string) map[string]any {
+func receiptWith(t *testing.T, c *testhub.Client, room string, id int64, want ...string) map[string]any {
 	t.Helper()
 	var last map[string]any
-	testhub.CheckFor(t, 15*time.Second, fmt.Sprintf("receipt %s for message %d", want, id), func() error {
+	testhub.CheckFor(t, 15*time.Second, fmt.Sprintf("receipt %s for message %d", strings.Join(want, " or "), id), func() error {
 		r := c.Must(200, "GET", fmt.Sprintf("/api/v1/rooms/%s/messages?after=%d&limit=1", room, id-1), nil)
 		for _, rc := range testhub.AsList(r.Body["receipts"]) {
 			last = rc
-			if rc["status"] == want || rc["via"] == want {
-				return nil
+			for _, w := range want {
+				if rc["status"] == w || rc["via"] == w {
+					return nil
+				}
 			}
 		}
 		return fmt.Errorf("last %v", last)
