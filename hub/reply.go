@@ -3,6 +3,7 @@ package hub
 import (
 	"github.com/nats-io/nats.go"
 
+	"github.com/wheelhouse-dev/wheelhouse/internal/termsafe"
 	"github.com/wheelhouse-dev/wheelhouse/wire"
 )
 
@@ -35,7 +36,7 @@ func (l *Link) replyAllowed(id string, m *nats.Msg) bool {
 	l.mu.Unlock()
 	if first {
 		l.log.Warn("dropped a bridge message whose reply subject is not the bridge's inbox (logged once per bridge; wheelhouse_bridge_replies_refused_total counts them)",
-			"bridge", id, "subject", m.Subject, "reply", clipSubject(m.Reply), "inbox", wire.InboxPrefix(id)+".>")
+			"bridge", id, "subject", m.Subject, "reply", termsafe.LineN(m.Reply, 120), "inbox", wire.InboxPrefix(id)+".>")
 	}
 	return false
 }
@@ -49,12 +50,4 @@ func (l *Link) replyTo(id string, m *nats.Msg) string {
 		return ""
 	}
 	return m.Reply
-}
-
-// clipSubject keeps a hostile subject short in the log.
-func clipSubject(s string) string {
-	if len(s) > 120 {
-		return s[:120] + "…"
-	}
-	return s
 }
